@@ -1,0 +1,217 @@
+// The only file that knows pybind11: NumPy arrays in and out, argument checks, GIL release, and
+// the mapping of native errors to Python ones (ShapeError -> ValueError, DTypeError -> TypeError,
+// PreconditionError -> _C.UninitializedError).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "pg/parallel.h"
+#include "runtime/plan.h"
+
+namespace py = pybind11;
+
+namespace pg {
+namespace {
+
+const DType kAllDTypes[] = {DType::f32, DType::f64, DType::i32, DType::i64, DType::b8};
+
+py::dtype numpy_dtype(DType dt) {
+  switch (dt) {
+    case DType::f32: return py::dtype::of<float>();
+    case DType::f64: return py::dtype::of<double>();
+    case DType::i32: return py::dtype::of<int32_t>();
+    case DType::i64: return py::dtype::of<int64_t>();
+    case DType::b8: return py::dtype::of<bool>();
+  }
+  throw DTypeError("unknown dtype");
+}
+
+DType to_dtype(int code) {
+  if (code < 0 || code > int(DType::b8)) throw DTypeError("unknown dtype code " + std::to_string(code));
+  return DType(code);
+}
+
+DType array_dtype(const py::array& a, const char* what) {
+  const char kind = a.dtype().kind();
+  const auto size = a.itemsize();
+  if (kind == 'f' && size == 4) return DType::f32;
+  if (kind == 'f' && size == 8) return DType::f64;
+  if (kind == 'i' && size == 4) return DType::i32;
+  if (kind == 'i' && size == 8) return DType::i64;
+  if (kind == 'b') return DType::b8;
+  throw DTypeError(std::string(what) + ": unsupported dtype " + std::string(py::str(a.dtype())));
+}
+
+Shape to_shape(const std::vector<int64_t>& dims) {
+  if (dims.size() > size_t(kMaxDims)) throw ShapeError("rank above 8 is not supported");
+  Shape s;
+  for (int64_t d : dims) {
+    if (d < 0) throw ShapeError("negative dimension in shape");
+    s.dim[s.ndim++] = d;
+  }
+  return s;
+}
+
+Shape array_shape(const py::array& a) {
+  return to_shape(std::vector<int64_t>(a.shape(), a.shape() + a.ndim()));
+}
+
+std::vector<py::ssize_t> dims_of(const Shape& s) { return std::vector<py::ssize_t>(s.dim, s.dim + s.ndim); }
+
+// A C-contiguous, aligned array, checked; `writable` also requires a writable buffer.
+py::array checked_array(const py::handle& h, const char* what, bool writable) {
+  if (!py::isinstance<py::array>(h)) throw py::type_error(std::string(what) + ": expected a numpy array");
+  auto a = py::reinterpret_borrow<py::array>(h);
+  if (!(a.flags() & py::array::c_style)) throw ShapeError(std::string(what) + ": array must be C-contiguous");
+  if (reinterpret_cast<uintptr_t>(a.data()) % uintptr_t(a.itemsize() ? a.itemsize() : 1) != 0)
+    throw ShapeError(std::string(what) + ": array must be aligned");
+  if (writable && !a.writeable()) throw ShapeError(std::string(what) + ": array must be writable");
+  return a;
+}
+
+Attrs to_attrs(const py::dict& d) {
+  Attrs attrs;
+  for (auto item : d) {
+    auto key = py::cast<std::string>(item.first);
+    py::handle v = item.second;
+    if (py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v))
+      attrs.values[key] = py::cast<int64_t>(v);
+    else if (py::isinstance<py::float_>(v))
+      attrs.values[key] = py::cast<double>(v);
+    else if (py::isinstance<py::str>(v))
+      attrs.values[key] = py::cast<std::string>(v);
+    else
+      attrs.values[key] = py::cast<std::vector<int64_t>>(v);
+  }
+  return attrs;
+}
+
+// Operands arrive from Python as (buffer, dtype code, shape) tuples.
+Operand to_operand(const py::handle& h) {
+  auto t = py::cast<py::tuple>(h);
+  if (t.size() != 3) throw py::value_error("operand must be (buffer, dtype, shape)");
+  return {py::cast<int>(t[0]), to_dtype(py::cast<int>(t[1])), to_shape(py::cast<std::vector<int64_t>>(t[2]))};
+}
+
+std::vector<Operand> to_operands(const py::list& l) {
+  std::vector<Operand> ops;
+  for (auto h : l) ops.push_back(to_operand(h));
+  return ops;
+}
+
+// Runs one kernel on NumPy arrays: inputs and outputs are buffers 0..n-1 of a throwaway frame.
+void call_kernel(const std::string& kernel, const py::list& inputs, const py::list& outputs, const py::dict& attrs) {
+  KernelCall call{kernel, {}, {}, to_attrs(attrs)};
+  Frame frame;
+  std::vector<py::array> keep;
+  auto add = [&](const py::handle& h, std::vector<Operand>& list, bool writable) {
+    py::array a = checked_array(h, kernel.c_str(), writable);
+    list.push_back({int(frame.ptr.size()), array_dtype(a, kernel.c_str()), array_shape(a)});
+    frame.ptr.push_back(const_cast<void*>(a.data()));
+    keep.push_back(a);
+  };
+  for (auto h : inputs) add(h, call.in, false);
+  for (auto h : outputs) add(h, call.out, true);
+  Step step = build_step(call);
+  py::gil_scoped_release release;
+  step(frame);
+}
+
+py::list run_plan(Plan& plan, const py::list& feeds) {
+  const int n = plan.num_feeds();
+  if (int(feeds.size()) != n)
+    throw py::value_error("plan expects " + std::to_string(n) + " feeds, got " + std::to_string(feeds.size()));
+  std::vector<const void*> feed_ptrs(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const Operand& want = plan.feed(i);
+    py::array a = checked_array(feeds[size_t(i)], "feed", false);
+    if (array_dtype(a, "feed") != want.dtype)
+      throw DTypeError("feed " + std::to_string(i) + ": expected " + dtype_name(want.dtype));
+    if (array_shape(a) != want.shape)
+      throw ShapeError("feed " + std::to_string(i) + ": expected shape " + want.shape.str() + ", got " +
+                       array_shape(a).str());
+    feed_ptrs[size_t(i)] = a.data();
+  }
+  py::list result;
+  std::vector<void*> out_ptrs;
+  for (const Operand& o : plan.fetches()) {
+    py::array a(numpy_dtype(o.dtype), dims_of(o.shape));
+    out_ptrs.push_back(a.mutable_data());
+    result.append(a);
+  }
+  {
+    py::gil_scoped_release release;
+    plan.execute(feed_ptrs, out_ptrs);
+  }
+  return result;
+}
+
+}  // namespace
+}  // namespace pg
+
+PYBIND11_MODULE(_C, m) {
+  using namespace pg;
+  m.doc() = "pygrad native kernels and executor";
+  static py::exception<PreconditionError> uninitialized(m, "UninitializedError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const DTypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const PreconditionError& e) {
+      py::set_error(uninitialized, e.what());
+    }
+  });
+
+  py::dict dtypes;
+  for (DType dt : kAllDTypes) dtypes[dtype_name(dt)] = int(dt);
+  m.attr("dtypes") = dtypes;
+  m.def("kernel_names", &kernel_names, "Every kernel in kernels.def, in order.");
+  m.def("set_num_threads", &set_num_threads, py::arg("n"), "Threads for OpenMP loops and the BLAS together.");
+  m.def("get_num_threads", &get_num_threads);
+  m.def("call", &call_kernel, py::arg("kernel"), py::arg("inputs"), py::arg("outputs"), py::arg("attrs") = py::dict(),
+        "Run one kernel on C-contiguous NumPy arrays; outputs are written in place.");
+
+  py::class_<VarStore, std::shared_ptr<VarStore>>(m, "VarStore")
+      .def(py::init<>())
+      .def("add", [](VarStore& s, const std::string& name, int dtype, const std::vector<int64_t>& shape) {
+        return s.add(name, to_dtype(dtype), to_shape(shape));
+      })
+      .def("__len__", &VarStore::size)
+      .def("initialized", &VarStore::initialized)
+      .def("set_initialized", &VarStore::set_initialized)
+      .def("read", [](const VarStore& s, int id) {
+        py::array a(numpy_dtype(s.dtype(id)), dims_of(s.shape(id)));
+        std::memcpy(a.mutable_data(), s.data(id), size_t(a.nbytes()));
+        return a;
+      })
+      .def("write", [](VarStore& s, int id, const py::handle& value) {
+        py::array a = checked_array(value, "VarStore.write", false);
+        if (array_dtype(a, "VarStore.write") != s.dtype(id) || array_shape(a) != s.shape(id))
+          throw ShapeError("VarStore.write: value must be " + std::string(dtype_name(s.dtype(id))) + " of shape " +
+                           s.shape(id).str());
+        std::memcpy(s.data(id), a.data(), size_t(a.nbytes()));
+        s.set_initialized(id, true);
+      });
+
+  py::class_<Plan>(m, "Plan")
+      .def(py::init<std::shared_ptr<VarStore>>())
+      .def("add_feed", [](Plan& p, int dtype, const std::vector<int64_t>& shape) {
+        return p.add_feed(to_dtype(dtype), to_shape(shape));
+      })
+      .def("add_const", [](Plan& p, const py::handle& value) {
+        py::array a = checked_array(value, "Plan.add_const", false);
+        return p.add_const(array_dtype(a, "Plan.add_const"), array_shape(a), a.data());
+      })
+      .def("add_var", &Plan::add_var)
+      .def("add_temp", &Plan::add_temp)
+      .def("add_step", [](Plan& p, const std::string& kernel, const py::list& in, const py::list& out,
+                          const py::dict& attrs, int initializes_var) {
+        p.add_step(KernelCall{kernel, to_operands(in), to_operands(out), to_attrs(attrs)}, initializes_var);
+      }, py::arg("kernel"), py::arg("inputs"), py::arg("outputs"), py::arg("attrs"), py::arg("initializes_var") = -1)
+      .def("require_initialized", &Plan::require_initialized)
+      .def("set_fetches", [](Plan& p, const py::list& fetches) { p.set_fetches(to_operands(fetches)); })
+      .def_property_readonly("num_steps", &Plan::num_steps)
+      .def_property_readonly("arena_bytes", &Plan::arena_bytes)
+      .def("run", &run_plan, py::arg("feeds"), "Execute the plan once; returns one new array per fetch.");
+}

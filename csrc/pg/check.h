@@ -1,0 +1,39 @@
+// Errors raised by kernels and the runtime. Nothing here aborts: bind.cc maps ShapeError to
+// ValueError, DTypeError to TypeError and PreconditionError to pygrad's FailedPreconditionError.
+#pragma once
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+namespace pg {
+
+struct ShapeError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+struct DTypeError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+struct PreconditionError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// "<op>: <message>", printf-style.
+template <class... Args>
+std::string format_error(const char* op, const char* fmt, Args... args) {
+  char buf[1024];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return std::string(op) + ": " + buf;
+}
+
+}  // namespace pg
+
+// PG_CHECK(cond, op, fmt, ...): throw pg::ShapeError("op: message") when cond is false.
+#define PG_CHECK(cond, op, ...) \
+  do { \
+    if (!(cond)) throw ::pg::ShapeError(::pg::format_error(op, __VA_ARGS__)); \
+  } while (0)
+
+#define PG_CHECK_DTYPE(cond, op, ...) \
+  do { \
+    if (!(cond)) throw ::pg::DTypeError(::pg::format_error(op, __VA_ARGS__)); \
+  } while (0)

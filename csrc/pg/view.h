@@ -1,0 +1,52 @@
+// Non-owning views over contiguous row-major buffers, and the dtype tag shared with Python.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+namespace pg {
+
+constexpr int kMaxDims = 8;
+
+// The dtypes the kernels know. The numbering is exported to Python by bind.cc.
+enum class DType : int { f32 = 0, f64 = 1, i32 = 2, i64 = 3, b8 = 4 };
+const char* dtype_name(DType dt);
+int64_t dtype_size(DType dt);
+
+template <class T> struct dtype_of;
+template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
+template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
+template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32; };
+template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
+template <> struct dtype_of<bool> { static constexpr DType value = DType::b8; };
+
+struct Shape {
+  int ndim = 0;
+  int64_t dim[kMaxDims] = {};
+
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> dims);
+  int64_t operator[](int i) const { return dim[i]; }
+  int64_t numel() const;
+  bool operator==(const Shape& o) const;
+  bool operator!=(const Shape& o) const { return !(*this == o); }
+  std::string str() const;  // "(32, 784)"
+};
+
+// A contiguous row-major buffer of T with a shape. The caller owns the memory.
+template <class T> struct View {
+  T* data = nullptr;
+  Shape shape;
+  int64_t size() const { return shape.numel(); }
+};
+
+template <class T> struct ConstView {
+  const T* data = nullptr;
+  Shape shape;
+  ConstView() = default;
+  ConstView(const T* d, Shape s) : data(d), shape(s) {}
+  ConstView(View<T> v) : data(v.data), shape(v.shape) {}  // NOLINT: views convert to const views
+  int64_t size() const { return shape.numel(); }
+};
+
+}  // namespace pg

@@ -1,0 +1,74 @@
+"""pygrad: TensorFlow 1's graph API on a native CPU executor. Use it as ``import pygrad as tf``."""
+import os as _os
+
+import scipy_openblas32 as _openblas  # noqa: F401  (loads the BLAS the extension links to)
+
+from pygrad import _C
+from pygrad import errors, nn, train  # noqa: F401
+from pygrad.dtypes import DType, as_dtype, bool_ as bool, double, float32, float64, int32, int64  # noqa: A001
+from pygrad.gradients import AggregationMethod, UnconnectedGradients, gradients
+from pygrad.graph import Graph, GraphKeys, Operation, Tensor, get_default_graph, reset_default_graph
+from pygrad.ops.array_ops import (cast, constant, convert_to_tensor, expand_dims, fill, identity, ones,
+                                  ones_like, placeholder, rank, reshape, shape, size, squeeze, stop_gradient,
+                                  to_float, to_int32, to_int64, transpose, zeros, zeros_like)
+from pygrad.ops.math_ops import (abs, add, add_n, argmax, argmin, ceil, div, divide, equal, exp, floor, floordiv,
+                                 greater, greater_equal, less, less_equal, log, log1p, logical_and, logical_not,
+                                 logical_or, logical_xor, matmul, maximum, minimum, multiply, negative, not_equal,
+                                 pow, realdiv, reciprocal, reduce_all, reduce_any, reduce_max, reduce_mean,
+                                 reduce_min, reduce_sum, round, rsqrt, scalar_mul, sigmoid, sign, sqrt, square,
+                                 squared_difference, subtract, tanh, truediv)
+from pygrad.ops import training_ops as _training_ops  # noqa: F401  (registers the fused update ops)
+from pygrad.ops.state_ops import (Variable, all_variables, assign, assign_add, assign_sub, global_variables,
+                                  global_variables_initializer, group, initialize_all_variables,
+                                  initialize_variables, local_variables, local_variables_initializer, no_op,
+                                  trainable_variables, variables_initializer)
+from pygrad.registry import check_registry as _check_registry
+from pygrad.session import InteractiveSession, Session, get_default_session
+from pygrad.shapes import Dimension, TensorShape
+
+float = float32  # noqa: A001  (tf.float)
+mul = multiply
+sub = subtract
+neg = negative
+
+
+def get_collection(key, scope=None):
+    return get_default_graph().get_collection(key, scope)
+
+
+def get_collection_ref(key):
+    return get_default_graph().get_collection_ref(key)
+
+
+def add_to_collection(name, value):
+    get_default_graph().add_to_collection(name, value)
+
+
+def add_to_collections(names, value):
+    get_default_graph().add_to_collections(names, value)
+
+
+def name_scope(name, default_name=None, values=None):
+    return get_default_graph().name_scope(name or default_name)
+
+
+def control_dependencies(control_inputs):
+    return get_default_graph().control_dependencies(control_inputs)
+
+
+def set_random_seed(seed):
+    get_default_graph().seed = seed
+
+
+def set_num_threads(n):
+    """Threads for pygrad's native loops and its BLAS together."""
+    _C.set_num_threads(int(n))
+
+
+def get_num_threads():
+    return _C.get_num_threads()
+
+
+set_num_threads(int(_os.environ.get("PYGRAD_NUM_THREADS", _os.environ.get("OMP_NUM_THREADS", _os.cpu_count() or 1))))
+_check_registry()
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Tutorial helpers, mirroring tensorflow.examples.tutorials."""

@@ -1,0 +1,1 @@
+"""MNIST tutorial data (see input_data)."""

@@ -1,0 +1,4 @@
+"""tf.nn: re-exports only."""
+from pygrad.ops.math_ops import relu, sigmoid, tanh  # noqa: F401
+from pygrad.ops.nn_ops import (bias_add, l2_loss, log_softmax, softmax, softmax_cross_entropy_with_logits,  # noqa: F401
+                               softmax_cross_entropy_with_logits_v2, sparse_softmax_cross_entropy_with_logits)

@@ -1,0 +1,534 @@
+"""Placeholders, constants, and ops that move or reinterpret data: reshape, cast, transpose, ..."""
+import numbers
+
+import numpy as np
+
+from pygrad import dtypes
+from pygrad.graph import Tensor, TensorLike, get_default_graph
+from pygrad.registry import (ALIAS, CONST, CUSTOM, FEED, VALUE, OpDef, Spec, fail, fail_dtype)
+from pygrad.shapes import TensorShape, as_shape
+
+# ---------------------------------------------------------------- conversion
+
+
+def _numpy_value(value, dtype=None):
+    """value as a NumPy array of a supported dtype, with TF's defaults for Python numbers."""
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+        arr = np.asarray(value)
+        if arr.dtype.kind == "O":
+            raise TypeError(f"Cannot convert {value!r} to a {dtype.name} tensor")
+        if dtype.is_integer and arr.dtype.kind == "f" and not np.all(np.mod(arr, 1) == 0):
+            raise TypeError(f"Expected {dtype.name}, got {value!r} of type '{type(value).__name__}' instead.")
+        if dtype.is_bool and arr.dtype.kind != "b":
+            raise TypeError(f"Expected bool, got {value!r} of type '{type(value).__name__}' instead.")
+        return np.asarray(arr, dtype=dtype.np, order="C")
+    is_numpy = isinstance(value, (np.ndarray, np.generic))
+    arr = np.asarray(value)
+    kind = arr.dtype.kind
+    if kind == "b":
+        return np.asarray(arr, order="C")
+    if kind in "iu":
+        if is_numpy and arr.dtype in (np.int32, np.int64):
+            return np.asarray(arr, order="C")
+        return np.asarray(arr, dtype=np.int32 if not is_numpy or arr.dtype.itemsize < 8 else np.int64, order="C")
+    if kind == "f":
+        if is_numpy and arr.dtype == np.float64:
+            return np.asarray(arr, order="C")
+        return np.asarray(arr, dtype=np.float32, order="C")
+    raise TypeError(f"Cannot convert {value!r} (dtype {arr.dtype}) to a tensor")
+
+
+def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_hint=None):
+    """A Tensor for value: Tensors and Variables pass through (dtype checked), others become constants."""
+    if isinstance(value, TensorLike) and not isinstance(value, Tensor):
+        value = value._as_graph_element()
+    if isinstance(value, Tensor):
+        if dtype is not None and dtypes.as_dtype(dtype) != value.dtype:
+            raise TypeError(f"Tensor conversion requested dtype {dtypes.as_dtype(dtype).name} for Tensor with dtype "
+                            f"{value.dtype.name}: {value!r}")
+        return value
+    if hasattr(value, "_as_graph_element"):
+        return convert_to_tensor(value._as_graph_element(), dtype, name)
+    hint = preferred_dtype or dtype_hint
+    if dtype is None and hint is not None:
+        try:
+            return constant(value, dtype=hint, name=name or "Const")
+        except (TypeError, ValueError):
+            pass
+    return constant(value, dtype=dtype, name=name or "Const")
+
+
+def convert_n_same_dtype(values, op_name):
+    """Converts values to tensors of one dtype: Python numbers follow the first Tensor among them."""
+    hint = next((v.dtype if isinstance(v, Tensor) else v._as_graph_element().dtype
+                 for v in values if isinstance(v, TensorLike)), None)
+    out = [convert_to_tensor(v, dtype=hint if not isinstance(v, TensorLike) and _is_python_value(v) else None)
+           for v in values]
+    for t in out[1:]:
+        if t.dtype != out[0].dtype:
+            # Reported by the op's own dtype rule, which knows its name and site.
+            break
+    return out
+
+
+def _is_python_value(v):
+    return isinstance(v, (numbers.Number, list, tuple)) and not isinstance(v, np.generic)
+
+
+# ---------------------------------------------------------------- graph inputs
+
+Placeholder = OpDef("Placeholder", lowering=FEED, differentiable=False)
+
+
+@Placeholder.shape
+def _(*, dtype, shape):
+    return Spec(dtype, shape)
+
+
+def placeholder(dtype, shape=None, name=None):
+    """A tensor whose value must be fed to Session.run. Shape dims may be None."""
+    return Placeholder(dtype=dtypes.as_dtype(dtype), shape=as_shape(shape), name=name or "Placeholder")
+
+
+Const = OpDef("Const", lowering=CONST, differentiable=False)
+
+
+@Const.shape
+def _(*, value, dtype):
+    return Spec(dtype, TensorShape(value.shape))
+
+
+def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
+    """A constant tensor. Python floats become float32 and ints int32, as in TF."""
+    arr = _numpy_value(value, dtype)
+    if shape is not None:
+        shape = tuple(as_shape(shape).as_list())
+        if verify_shape and arr.shape != shape:
+            raise TypeError(f"Expected Tensor's shape: {shape}, got {arr.shape}.")
+        if arr.size == 1:
+            arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
+        elif arr.size == int(np.prod(shape)):
+            arr = arr.reshape(shape)
+        else:
+            raise TypeError(f"Eager/graph constant: cannot reshape {arr.size} values into shape {shape}")
+    arr = arr.copy()  # a constant keeps the value it was built with
+    arr.setflags(write=False)
+    return Const(value=arr, dtype=dtypes.as_dtype(arr.dtype), name=name)
+
+
+def zeros(shape, dtype=dtypes.float32, name=None):
+    return constant(np.zeros(as_shape(shape).as_list(), dtypes.as_dtype(dtype).np), name=name or "zeros")
+
+
+def ones(shape, dtype=dtypes.float32, name=None):
+    return constant(np.ones(as_shape(shape).as_list(), dtypes.as_dtype(dtype).np), name=name or "ones")
+
+
+def fill(dims, value, name=None):
+    v = _numpy_value(value)
+    return constant(np.full(as_shape(dims).as_list(), v, v.dtype), name=name or "Fill")
+
+
+# ---------------------------------------------------------------- filled like another tensor
+
+ZerosLike = OpDef("ZerosLike", kernel="fill", differentiable=False)
+OnesLike = OpDef("OnesLike", kernel="fill", differentiable=False)
+
+
+@ZerosLike.shape
+@OnesLike.shape
+def _(x):
+    return Spec(x.dtype, x.shape)
+
+
+@ZerosLike.native_attrs
+def _(attrs, ins, outs):
+    return {"value": 0.0}
+
+
+@OnesLike.native_attrs
+def _(attrs, ins, outs):
+    return {"value": 1.0}
+
+
+ZerosLike.ignores_input_values = OnesLike.ignores_input_values = {0}
+
+
+def zeros_like(tensor, dtype=None, name=None, optimize=True):
+    t = convert_to_tensor(tensor)
+    if dtype is not None and dtypes.as_dtype(dtype) != t.dtype:
+        t = cast(t, dtype)
+    return ZerosLike(t, name=name or "zeros_like")
+
+
+def ones_like(tensor, dtype=None, name=None, optimize=True):
+    t = convert_to_tensor(tensor)
+    if dtype is not None and dtypes.as_dtype(dtype) != t.dtype:
+        t = cast(t, dtype)
+    return OnesLike(t, name=name or "ones_like")
+
+
+# ---------------------------------------------------------------- identity and stop_gradient
+
+Identity = OpDef("Identity", lowering=ALIAS)
+
+
+@Identity.shape
+def _(x):
+    return Spec(x.dtype, x.shape)
+
+
+@Identity.grad
+def _(op, dy):
+    return [dy]
+
+
+def identity(input, name=None):
+    return Identity(convert_to_tensor(input), name=name or "Identity")
+
+
+StopGradient = OpDef("StopGradient", lowering=ALIAS, differentiable=False)
+
+
+@StopGradient.shape
+def _(x):
+    return Spec(x.dtype, x.shape)
+
+
+def stop_gradient(input, name=None):
+    """The value of input, through which no gradient flows."""
+    return StopGradient(convert_to_tensor(input), name=name or "StopGradient")
+
+
+# ---------------------------------------------------------------- reshape
+
+def _reshape_target(in_shape, target):
+    """Resolves one -1 in target against in_shape; None where unknown."""
+    target = list(target)
+    if sum(1 for d in target if d == -1) > 1:
+        fail(f"at most one dimension may be -1, got {target}")
+    if any(d < -1 for d in target):
+        fail(f"invalid target shape {target}")
+    known = 1
+    for d in target:
+        if d != -1:
+            known *= d
+    n = in_shape.num_elements()
+    if -1 in target:
+        if n is None:
+            return TensorShape([None if d == -1 else d for d in target])
+        if known == 0 or n % known:
+            fail(f"cannot reshape a tensor of {n} elements {in_shape} into shape {target}")
+        return TensorShape([n // known if d == -1 else d for d in target])
+    if n is not None and n != known:
+        fail(f"cannot reshape a tensor of {n} elements {in_shape} into shape {tuple(target)} ({known} elements)")
+    return TensorShape(target)
+
+
+Reshape = OpDef("Reshape", lowering=ALIAS)
+
+
+@Reshape.shape
+def _(x, *, shape):
+    return Spec(x.dtype, _reshape_target(x.shape, shape))
+
+
+@Reshape.grad
+def _(op, dy):
+    return [ReshapeLike(dy, op.inputs[0])]
+
+
+ReshapeLike = OpDef("ReshapeLike", lowering=ALIAS)
+ReshapeLike.ignores_input_values = {1}  # input 1 only gives the shape
+
+
+@ReshapeLike.shape
+def _(x, like):
+    n, m = x.shape.num_elements(), like.shape.num_elements()
+    if n is not None and m is not None and n != m:
+        fail(f"cannot reshape {x.shape} into {like.shape}")
+    return Spec(x.dtype, like.shape)
+
+
+@ReshapeLike.grad
+def _(op, dy):
+    return [ReshapeLike(dy, op.inputs[0]), None]
+
+
+def reshape(tensor, shape, name=None):
+    """tensor with a new shape; one dimension may be -1. shape: a list, or tf.shape(t) of a tensor t."""
+    t = convert_to_tensor(tensor)
+    if isinstance(shape, Tensor):
+        if shape.op.type == "Shape":
+            return ReshapeLike(t, shape.op.inputs[0], name=name or "Reshape")
+        if shape.op.type == "Const":
+            shape = shape.op.attrs["value"]
+        else:
+            raise ValueError(f"Reshape: the target shape must be a list, a constant or tf.shape(t); "
+                             f"got the output of {shape.op.type} '{shape.op.name}'")
+    target = [int(d) if d is not None else -1 for d in np.asarray(shape, dtype=object).reshape(-1)]
+    return Reshape(t, shape=tuple(target), name=name or "Reshape")
+
+
+ExpandDims = OpDef("ExpandDims", lowering=ALIAS)
+
+
+@ExpandDims.shape
+def _(x, *, axis):
+    if x.shape.dims is None:
+        return Spec(x.dtype, TensorShape(None))
+    n = len(x.shape.dims)
+    if not -n - 1 <= axis <= n:
+        fail(f"axis {axis} is out of range for a tensor of rank {n}")
+    dims = list(x.shape.dims)
+    dims.insert(axis if axis >= 0 else axis + n + 1, 1)
+    return Spec(x.dtype, TensorShape(dims))
+
+
+@ExpandDims.grad
+def _(op, dy):
+    return [ReshapeLike(dy, op.inputs[0])]
+
+
+def expand_dims(input, axis=None, name=None, dim=None):
+    axis = dim if axis is None else axis
+    return ExpandDims(convert_to_tensor(input), axis=int(axis), name=name or "ExpandDims")
+
+
+Squeeze = OpDef("Squeeze", lowering=ALIAS)
+
+
+@Squeeze.shape
+def _(x, *, axis):
+    if x.shape.dims is None:
+        return Spec(x.dtype, TensorShape(None))
+    n = len(x.shape.dims)
+    axes = [a % n if -n <= a < n else fail(f"axis {a} is out of range for rank {n}") for a in axis]
+    dims = []
+    for i, d in enumerate(x.shape.dims):
+        if axes and i in axes:
+            if d is not None and d != 1:
+                fail(f"cannot squeeze dimension {i} of shape {x.shape}: its size is {d}, not 1")
+            continue
+        if not axes and d == 1:
+            continue
+        if not axes and d is None:
+            fail(f"cannot squeeze unknown dimension {i} of shape {x.shape}; pass axis")
+        dims.append(d)
+    return Spec(x.dtype, TensorShape(dims))
+
+
+@Squeeze.grad
+def _(op, dy):
+    return [ReshapeLike(dy, op.inputs[0])]
+
+
+def squeeze(input, axis=None, name=None, squeeze_dims=None):
+    axis = squeeze_dims if axis is None else axis
+    axis = () if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
+    return Squeeze(convert_to_tensor(input), axis=axis, name=name or "Squeeze")
+
+
+# ---------------------------------------------------------------- shape as a value
+
+def _shape_op(type_name, compute):
+    """An op whose int output is computed from its input's concrete shape when a plan is built."""
+    opdef = OpDef(type_name, lowering=VALUE, differentiable=False)
+    opdef.ignores_input_values = {0}
+    opdef.value(lambda attrs, x: np.asarray(compute(x.shape.as_list()), dtype=attrs["out_type"].np))
+    return opdef
+
+
+Shape = _shape_op("Shape", lambda dims: dims)
+Size = _shape_op("Size", lambda dims: int(np.prod(dims, dtype=np.int64)))
+Rank = _shape_op("Rank", len)
+
+
+@Shape.shape
+def _(x, *, out_type):
+    return Spec(out_type, TensorShape([x.shape.ndims]))
+
+
+@Size.shape
+@Rank.shape
+def _(x, *, out_type):
+    return Spec(out_type, TensorShape([]))
+
+
+def shape(input, name=None, out_type=dtypes.int32):
+    return Shape(convert_to_tensor(input), out_type=dtypes.as_dtype(out_type), name=name or "Shape")
+
+
+def size(input, name=None, out_type=dtypes.int32):
+    return Size(convert_to_tensor(input), out_type=dtypes.as_dtype(out_type), name=name or "Size")
+
+
+def rank(input, name=None):
+    return Rank(convert_to_tensor(input), out_type=dtypes.int32, name=name or "Rank")
+
+
+# ---------------------------------------------------------------- cast
+
+Cast = OpDef("Cast", kernel="cast")
+
+
+@Cast.shape
+def _(x, *, DstT):
+    return Spec(DstT, x.shape)
+
+
+@Cast.grad
+def _(op, dy):
+    src = op.inputs[0].dtype
+    if src.is_floating and op.outputs[0].dtype.is_floating:
+        return [cast(dy, src)]
+    return [None]
+
+
+def cast(x, dtype, name=None):
+    """x converted to dtype (float to int truncates toward zero; to bool is x != 0)."""
+    x = convert_to_tensor(x)
+    dtype = dtypes.as_dtype(dtype)
+    if x.dtype == dtype:
+        return x
+    return Cast(x, DstT=dtype, name=name or "Cast")
+
+
+def to_float(x, name="ToFloat"):
+    return cast(x, dtypes.float32, name=name)
+
+
+def to_int32(x, name="ToInt32"):
+    return cast(x, dtypes.int32, name=name)
+
+
+def to_int64(x, name="ToInt64"):
+    return cast(x, dtypes.int64, name=name)
+
+
+# ---------------------------------------------------------------- transpose
+
+Transpose = OpDef("Transpose", kernel="transpose")
+
+
+@Transpose.shape
+def _(x, *, perm):
+    if x.shape.dims is None:
+        return Spec(x.dtype, TensorShape(None) if perm is None else TensorShape([None] * len(perm)))
+    n = len(x.shape.dims)
+    if perm is None:
+        perm = tuple(range(n - 1, -1, -1))
+    if sorted(perm) != list(range(n)):
+        fail(f"perm {list(perm)} is not a permutation of the {n} dimensions of {x.shape}")
+    return Spec(x.dtype, TensorShape([x.shape.dims[p] for p in perm]))
+
+
+@Transpose.native_attrs
+def _(attrs, ins, outs):
+    n = len(ins[0].shape.dims)
+    return {"perm": list(attrs["perm"] if attrs["perm"] is not None else range(n - 1, -1, -1))}
+
+
+@Transpose.grad
+def _(op, dy):
+    perm = op.attrs["perm"]
+    if perm is None:
+        return [Transpose(dy, perm=None)]
+    return [Transpose(dy, perm=tuple(int(i) for i in np.argsort(perm)))]
+
+
+def transpose(a, perm=None, name="transpose", conjugate=False):
+    perm = None if perm is None else tuple(int(p) for p in perm)
+    return Transpose(convert_to_tensor(a), perm=perm, name=name)
+
+
+# ---------------------------------------------------------------- broadcasting and its inverse
+# The gradient driver and the reduction gradients use these two; each is the other's gradient.
+
+BroadcastLike = OpDef("BroadcastLike", lowering=CUSTOM)
+BroadcastLike.ignores_input_values = {1}  # input 1 only gives the shape
+
+
+@BroadcastLike.shape
+def _(x, like, *, axes=None, mean=False):
+    return Spec(x.dtype, like.shape)
+
+
+@BroadcastLike.lower
+def _(ctx, op):
+    """y = x broadcast to like's shape (x re-read with 1s at `axes`), divided by the count if mean."""
+    x, like = ctx.in_specs(op)
+    out_dims = like.shape.as_list()
+    x_dims = x.shape.as_list()
+    axes = op.attrs["axes"]
+    if axes is not None and len(x_dims) != len(out_dims):  # x lost the reduced axes: put back 1s
+        it = iter(x_dims)
+        x_dims = [1 if i in axes else next(it) for i in range(len(out_dims))]
+    scale = 1.0
+    if op.attrs["mean"]:
+        n_in = int(np.prod(out_dims, dtype=np.int64))
+        n_x = int(np.prod(x_dims, dtype=np.int64))
+        scale = n_x / n_in if n_in else float("nan")
+    ctx.step("broadcast_to", [ctx.operand(op.inputs[0], shape=x_dims)], [ctx.output(op, 0)], {"scale": scale})
+
+
+@BroadcastLike.grad
+def _(op, dy):
+    from pygrad.ops import math_ops
+
+    x = op.inputs[0]
+    axes = op.attrs["axes"]
+    if axes is None:
+        return [SumToShape(dy, x), None]
+    keep = x.shape.ndims == dy.shape.ndims
+    reduce = math_ops.reduce_mean if op.attrs["mean"] else math_ops.reduce_sum
+    return [reduce(dy, axis=list(axes), keepdims=keep), None]
+
+
+SumToShape = OpDef("SumToShape", lowering=CUSTOM)
+SumToShape.ignores_input_values = {1}
+
+
+@SumToShape.shape
+def _(x, like):
+    return Spec(x.dtype, like.shape)
+
+
+@SumToShape.lower
+def _(ctx, op):
+    """Sums x over the dimensions that broadcasting added to reach it from like's shape."""
+    x, like = ctx.in_specs(op)
+    xd, ld = x.shape.as_list(), like.shape.as_list()
+    if xd == ld:
+        ctx.alias(op.outputs[0], op.inputs[0])
+        return
+    lp = [1] * (len(xd) - len(ld)) + ld
+    axes = [i for i, (a, b) in enumerate(zip(xd, lp)) if b == 1 and a != 1]
+    ctx.step("reduce_fwd", [ctx.operand(op.inputs[0])], [ctx.output(op, 0)], {"op": "sum", "axes": axes})
+
+
+@SumToShape.grad
+def _(op, dy):
+    return [BroadcastLike(dy, op.inputs[0], axes=None, mean=False), None]
+
+
+def sum_to_shape(x, like):
+    """x summed over the dimensions broadcasting added to like's shape (the gradient of broadcasting)."""
+    if x.shape.is_fully_defined() and x.shape == like.shape:
+        return x
+    return SumToShape(x, like)
+
+
+def slice_helper(tensor, key):
+    raise TypeError("Tensor indexing (t[...]) is not supported yet; use tf.reshape, tf.gather or arithmetic.")
+
+
+def graph_of(*values):
+    for v in values:
+        if isinstance(v, Tensor):
+            return v.graph
+    return get_default_graph()
+
+
+_ = fail_dtype

@@ -1,0 +1,471 @@
+"""Arithmetic, comparisons, matmul and reductions: each op's shape rule and gradient together."""
+import numpy as np
+
+from pygrad import dtypes
+from pygrad.graph import Tensor, TensorLike
+from pygrad.ops.array_ops import (BroadcastLike, cast, convert_n_same_dtype, convert_to_tensor, expand_dims,
+                                  reshape)
+from pygrad.registry import CUSTOM, OpDef, Spec, fail, fail_dtype
+from pygrad.shapes import TensorShape, broadcast_shape
+
+FLOATS = (dtypes.float32, dtypes.float64)
+NUMBERS = FLOATS + (dtypes.int32, dtypes.int64)
+ALL = NUMBERS + (dtypes.bool_,)
+BOOL = (dtypes.bool_,)
+
+
+def _check_dtype(x, allowed, what="x"):
+    if x.dtype not in allowed:
+        fail_dtype(f"{what} has dtype {x.dtype.name}, expected one of {', '.join(d.name for d in allowed)}")
+
+
+# ---------------------------------------------------------------- unary ops
+
+
+def _unary(type_name, kernel_op, allowed, grad=None):
+    """An elementwise op y = f(x) on the unary_fwd kernel; grad(op, dy) gives [dx]."""
+    d = OpDef(type_name, kernel="unary_fwd", differentiable=grad is not None)
+
+    @d.shape
+    def _(x):
+        _check_dtype(x, allowed)
+        return Spec(x.dtype, x.shape)
+
+    d.native_attrs(lambda attrs, ins, outs: {"op": kernel_op})
+    if grad is not None:
+        d.grad(grad)
+    return d
+
+
+def _x(op):
+    return op.inputs[0]
+
+
+def _y(op):
+    return op.outputs[0]
+
+
+Neg = _unary("Neg", "neg", NUMBERS, lambda op, dy: [-dy])
+Abs = _unary("Abs", "abs", NUMBERS, lambda op, dy: [dy * sign(_x(op))])
+Square = _unary("Square", "square", NUMBERS, lambda op, dy: [dy * (2.0 * _x(op))])
+Sign = _unary("Sign", "sign", NUMBERS, lambda op, dy: [None])
+Exp = _unary("Exp", "exp", FLOATS, lambda op, dy: [dy * _y(op)])
+Log = _unary("Log", "log", FLOATS, lambda op, dy: [dy * reciprocal(_x(op))])
+Log1p = _unary("Log1p", "log1p", FLOATS, lambda op, dy: [dy * reciprocal(1.0 + _x(op))])
+Sqrt = _unary("Sqrt", "sqrt", FLOATS, lambda op, dy: [dy * 0.5 / _y(op)])
+Rsqrt = _unary("Rsqrt", "rsqrt", FLOATS, lambda op, dy: [dy * (-0.5 * _y(op) * _y(op) * _y(op))])
+Reciprocal = _unary("Reciprocal", "reciprocal", FLOATS, lambda op, dy: [-dy * _y(op) * _y(op)])
+Floor = _unary("Floor", "floor", FLOATS, lambda op, dy: [None])
+Ceil = _unary("Ceil", "ceil", FLOATS, lambda op, dy: [None])
+Round = _unary("Round", "round", FLOATS, lambda op, dy: [None])
+LogicalNot = _unary("LogicalNot", "logical_not", BOOL)
+# relu, sigmoid and tanh: their gradients are the unary_bwd kernel, with TF's op names.
+Relu = _unary("Relu", "relu", FLOATS, lambda op, dy: [ReluGrad(_y(op), dy)])
+Sigmoid = _unary("Sigmoid", "sigmoid", FLOATS, lambda op, dy: [SigmoidGrad(_y(op), dy)])
+Tanh = _unary("Tanh", "tanh", FLOATS, lambda op, dy: [TanhGrad(_y(op), dy)])
+
+
+def _unary_grad_op(type_name, kernel_op, grad):
+    """dx = f'(y) * dy from the forward output y (unary_bwd kernel); inputs (y, dy)."""
+    d = OpDef(type_name, kernel="unary_bwd")
+
+    @d.shape
+    def _(y, dy):
+        _check_dtype(y, FLOATS, "y")
+        if y.dtype != dy.dtype:
+            fail_dtype(f"y and dy must have one dtype, got {y.dtype.name} and {dy.dtype.name}")
+        if not y.shape.is_compatible_with(dy.shape):
+            fail(f"y {y.shape} and dy {dy.shape} must have the same shape")
+        return Spec(y.dtype, y.shape.merge_with(dy.shape))
+
+    d.native_attrs(lambda attrs, ins, outs: {"op": kernel_op})
+    d.grad(grad)
+    return d
+
+
+# Second-order rules: d/dy of dy*f'(y) is again the grad op; d/dy of the y-part as TF's *GradGrad.
+ReluGrad = _unary_grad_op("ReluGrad", "relu", lambda op, g: [None, ReluGrad(op.inputs[0], g)])
+SigmoidGrad = _unary_grad_op("SigmoidGrad", "sigmoid", lambda op, g: [
+    g * op.inputs[1] * (1.0 - 2.0 * op.inputs[0]), SigmoidGrad(op.inputs[0], g)])
+TanhGrad = _unary_grad_op("TanhGrad", "tanh", lambda op, g: [
+    g * op.inputs[1] * (-2.0 * op.inputs[0]), TanhGrad(op.inputs[0], g)])
+
+
+def _unary_fn(opdef, default_name):
+    def fn(x, name=None):
+        return opdef(convert_to_tensor(x), name=name or default_name)
+
+    fn.__name__ = default_name
+    return fn
+
+
+negative = _unary_fn(Neg, "Neg")
+abs = _unary_fn(Abs, "Abs")  # noqa: A001
+square = _unary_fn(Square, "Square")
+sign = _unary_fn(Sign, "Sign")
+exp = _unary_fn(Exp, "Exp")
+log = _unary_fn(Log, "Log")
+log1p = _unary_fn(Log1p, "Log1p")
+sqrt = _unary_fn(Sqrt, "Sqrt")
+rsqrt = _unary_fn(Rsqrt, "Rsqrt")
+reciprocal = _unary_fn(Reciprocal, "Reciprocal")
+floor = _unary_fn(Floor, "Floor")
+ceil = _unary_fn(Ceil, "Ceil")
+round = _unary_fn(Round, "Round")  # noqa: A001
+logical_not = _unary_fn(LogicalNot, "LogicalNot")
+relu = _unary_fn(Relu, "Relu")
+sigmoid = _unary_fn(Sigmoid, "Sigmoid")
+tanh = _unary_fn(Tanh, "Tanh")
+
+
+# ---------------------------------------------------------------- binary ops (NumPy broadcasting)
+
+
+def _binary(type_name, kernel_op, allowed, grad=None, out_dtype=None):
+    """c = f(a, b) with broadcasting (binary_fwd). Gradients are for same-shape inputs: the
+    gradient driver sums them back to each input's shape."""
+    d = OpDef(type_name, kernel="binary_fwd", differentiable=grad is not None, broadcasting=True)
+
+    @d.shape
+    def _(a, b):
+        if a.dtype != b.dtype:
+            fail_dtype(f"x and y must have the same dtype, got x: {a.dtype.name} and y: {b.dtype.name}")
+        _check_dtype(a, allowed)
+        try:
+            shape = broadcast_shape(a.shape, b.shape)
+        except ValueError:
+            fail(f"incompatible shapes for broadcasting, got x: {a.shape} and y: {b.shape}")
+        return Spec(out_dtype or a.dtype, shape)
+
+    d.native_attrs(lambda attrs, ins, outs: {"op": kernel_op})
+    if grad is not None:
+        d.grad(grad)
+    return d
+
+
+def _pow_grad(op, dy):
+    x, y = op.inputs
+    z = op.outputs[0]
+    positive = cast(greater(x, 0.0), x.dtype)
+    safe_log_x = log(x * positive + (1.0 - positive))  # log(x) where x > 0, else 0 (as TF)
+    return [dy * y * pow(x, y - 1.0), dy * z * safe_log_x]
+
+
+def _max_min_grad(compare):
+    def grad(op, dy):
+        x, y = op.inputs
+        first = cast(compare(x, y), dy.dtype)  # ties go to the first input, as in TF
+        return [dy * first, dy * (1.0 - first)]
+
+    return grad
+
+
+Add = _binary("Add", "add", NUMBERS, lambda op, dy: [dy, dy])
+Sub = _binary("Sub", "sub", NUMBERS, lambda op, dy: [dy, -dy])
+Mul = _binary("Mul", "mul", NUMBERS, lambda op, dy: [dy * op.inputs[1], op.inputs[0] * dy])
+RealDiv = _binary("RealDiv", "div", FLOATS, lambda op, dy: [
+    dy / op.inputs[1], dy * (-op.inputs[0] / op.inputs[1]) / op.inputs[1]])
+FloorDiv = _binary("FloorDiv", "floordiv", NUMBERS)
+Pow = _binary("Pow", "pow", FLOATS, _pow_grad)
+Maximum = _binary("Maximum", "maximum", NUMBERS, _max_min_grad(lambda x, y: greater_equal(x, y)))
+Minimum = _binary("Minimum", "minimum", NUMBERS, _max_min_grad(lambda x, y: less_equal(x, y)))
+SquaredDifference = _binary("SquaredDifference", "squared_difference", FLOATS, lambda op, dy: [
+    2.0 * (op.inputs[0] - op.inputs[1]) * dy, -2.0 * (op.inputs[0] - op.inputs[1]) * dy])
+Equal = _binary("Equal", "equal", ALL, out_dtype=dtypes.bool_)
+NotEqual = _binary("NotEqual", "not_equal", ALL, out_dtype=dtypes.bool_)
+Less = _binary("Less", "less", NUMBERS, out_dtype=dtypes.bool_)
+LessEqual = _binary("LessEqual", "less_equal", NUMBERS, out_dtype=dtypes.bool_)
+Greater = _binary("Greater", "greater", NUMBERS, out_dtype=dtypes.bool_)
+GreaterEqual = _binary("GreaterEqual", "greater_equal", NUMBERS, out_dtype=dtypes.bool_)
+LogicalAnd = _binary("LogicalAnd", "logical_and", BOOL)
+LogicalOr = _binary("LogicalOr", "logical_or", BOOL)
+LogicalXor = _binary("LogicalXor", "logical_xor", BOOL)
+
+
+def _binary_fn(opdef, default_name):
+    def fn(x, y, name=None):
+        x, y = convert_n_same_dtype([x, y], opdef.type)
+        return opdef(x, y, name=name or default_name)
+
+    fn.__name__ = default_name
+    return fn
+
+
+add = _binary_fn(Add, "Add")
+subtract = _binary_fn(Sub, "Sub")
+multiply = _binary_fn(Mul, "Mul")
+floordiv = _binary_fn(FloorDiv, "FloorDiv")
+maximum = _binary_fn(Maximum, "Maximum")
+minimum = _binary_fn(Minimum, "Minimum")
+squared_difference = _binary_fn(SquaredDifference, "SquaredDifference")
+equal = _binary_fn(Equal, "Equal")
+not_equal = _binary_fn(NotEqual, "NotEqual")
+less = _binary_fn(Less, "Less")
+less_equal = _binary_fn(LessEqual, "LessEqual")
+greater = _binary_fn(Greater, "Greater")
+greater_equal = _binary_fn(GreaterEqual, "GreaterEqual")
+logical_and = _binary_fn(LogicalAnd, "LogicalAnd")
+logical_or = _binary_fn(LogicalOr, "LogicalOr")
+logical_xor = _binary_fn(LogicalXor, "LogicalXor")
+_real_div = _binary_fn(RealDiv, "RealDiv")
+_pow = _binary_fn(Pow, "Pow")
+
+
+def truediv(x, y, name=None):
+    """x / y; integer tensors are converted to float64 first, as in TF."""
+    x, y = convert_n_same_dtype([x, y], "RealDiv")
+    if x.dtype.is_integer and y.dtype == x.dtype:
+        x, y = cast(x, dtypes.float64), cast(y, dtypes.float64)
+    return _real_div(x, y, name=name or "truediv")
+
+
+def divide(x, y, name=None):
+    return truediv(x, y, name=name)
+
+
+def div(x, y, name=None):
+    """TF1 tf.div: true division for floats, floor division for integers."""
+    x, y = convert_n_same_dtype([x, y], "Div")
+    if x.dtype.is_integer:
+        return floordiv(x, y, name=name)
+    return _real_div(x, y, name=name or "div")
+
+
+realdiv = _real_div
+
+
+def pow(x, y, name=None):  # noqa: A001
+    x, y = convert_n_same_dtype([x, y], "Pow")
+    return _pow(x, y, name=name or "Pow")
+
+
+def scalar_mul(scalar, x, name=None):
+    return multiply(scalar, x, name=name)
+
+
+# ---------------------------------------------------------------- add_n
+
+AddN = OpDef("AddN", lowering=CUSTOM)
+
+
+@AddN.shape
+def _(*xs):
+    if not xs:
+        fail("needs at least one input")
+    shape = xs[0].shape
+    for x in xs[1:]:
+        if x.dtype != xs[0].dtype:
+            fail_dtype(f"all inputs must have one dtype, got {xs[0].dtype.name} and {x.dtype.name}")
+        if not shape.is_compatible_with(x.shape):
+            fail(f"all inputs must have the same shape, got {xs[0].shape} and {x.shape}")
+        shape = shape.merge_with(x.shape)
+    return Spec(xs[0].dtype, shape)
+
+
+@AddN.grad
+def _(op, dy):
+    return [dy] * len(op.inputs)
+
+
+@AddN.lower
+def _(ctx, op):
+    """A chain of adds; partial sums accumulate in the output buffer."""
+    out = ctx.output(op, 0)
+    acc = ctx.operand(op.inputs[0])
+    if len(op.inputs) == 1:
+        ctx.step("binary_fwd", [acc, ctx.zero_like(op.inputs[0])], [out], {"op": "add"})
+    for t in op.inputs[1:]:
+        ctx.step("binary_fwd", [acc, ctx.operand(t)], [out], {"op": "add"})
+        acc = out
+
+
+def add_n(inputs, name=None):
+    inputs = [convert_to_tensor(t) for t in inputs]
+    if len(inputs) == 1:
+        return inputs[0]
+    return AddN(*inputs, name=name or "AddN")
+
+
+# ---------------------------------------------------------------- matmul
+
+MatMul = OpDef("MatMul", kernel="matmul_fwd")
+
+
+@MatMul.shape
+def _(a, b, *, transpose_a, transpose_b):
+    if a.dtype != b.dtype:
+        fail_dtype(f"a and b must have the same dtype, got a: {a.dtype.name} and b: {b.dtype.name}")
+    _check_dtype(a, FLOATS, "a")
+    if a.shape.ndims not in (None, 2) or b.shape.ndims not in (None, 2):
+        fail(f"a and b must be matrices (rank 2), got a: {a.shape} and b: {b.shape}")
+    ad = a.shape.dims or (None, None)
+    bd = b.shape.dims or (None, None)
+    m, ka = (ad[1], ad[0]) if transpose_a else ad
+    kb, n = (bd[1], bd[0]) if transpose_b else bd
+    if ka is not None and kb is not None and ka != kb:
+        fail(f"inner dimensions must agree, got a: {a.shape} and b: {b.shape} ({ka} != {kb})")
+    return Spec(a.dtype, TensorShape([m, n]))
+
+
+MatMul.native_attrs(lambda attrs, ins, outs: {"transpose_a": attrs["transpose_a"], "transpose_b": attrs["transpose_b"]})
+
+
+@MatMul.grad
+def _(op, dy):
+    a, b = op.inputs
+    ta, tb = op.attrs["transpose_a"], op.attrs["transpose_b"]
+    if not ta and not tb:
+        return [matmul(dy, b, transpose_b=True), matmul(a, dy, transpose_a=True)]
+    if not ta and tb:
+        return [matmul(dy, b), matmul(dy, a, transpose_a=True)]
+    if ta and not tb:
+        return [matmul(b, dy, transpose_b=True), matmul(a, dy)]
+    return [matmul(b, dy, transpose_a=True, transpose_b=True), matmul(dy, a, transpose_a=True, transpose_b=True)]
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False, a_is_sparse=False,
+           b_is_sparse=False, name=None):
+    a, b = convert_n_same_dtype([a, b], "MatMul")
+    return MatMul(a, b, transpose_a=bool(transpose_a or adjoint_a), transpose_b=bool(transpose_b or adjoint_b),
+                  name=name or "MatMul")
+
+
+# ---------------------------------------------------------------- reductions
+
+
+def _norm_axes(axes, ndims, what="axis"):
+    """Sorted distinct non-negative axes; None means all."""
+    if axes is None:
+        return tuple(range(ndims))
+    out = set()
+    for a in axes:
+        if not -ndims <= a < ndims:
+            fail(f"{what} {a} is out of range for a tensor of rank {ndims}")
+        out.add(a % ndims)
+    return tuple(sorted(out))
+
+
+def _reduce(type_name, kernel_op, allowed, grad=None):
+    d = OpDef(type_name, kernel="reduce_fwd", differentiable=grad is not None)
+
+    @d.shape
+    def _(x, *, axis, keepdims):
+        _check_dtype(x, allowed)
+        if x.shape.dims is None:
+            return Spec(x.dtype, TensorShape(None))
+        axes = _norm_axes(axis, len(x.shape.dims))
+        dims = [1 if i in axes else dim for i, dim in enumerate(x.shape.dims) if keepdims or i not in axes]
+        return Spec(x.dtype, TensorShape(dims))
+
+    d.native_attrs(lambda attrs, ins, outs: {
+        "op": kernel_op, "axes": list(_norm_axes(attrs["axis"], len(ins[0].shape.dims)))})
+    if grad is not None:
+        d.grad(grad)
+    return d
+
+
+def _sum_grad(op, dy):
+    x = op.inputs[0]
+    return [BroadcastLike(dy, x, axes=_norm_axes(op.attrs["axis"], x.shape.ndims), mean=False)]
+
+
+def _mean_grad(op, dy):
+    x = op.inputs[0]
+    return [BroadcastLike(dy, x, axes=_norm_axes(op.attrs["axis"], x.shape.ndims), mean=True)]
+
+
+def _keep(t, axes, keepdims):
+    """t with size-1 dims at the reduced axes (a view), so it broadcasts against the input."""
+    if keepdims:
+        return t
+    for a in axes:
+        t = expand_dims(t, a)
+    return t
+
+
+def _max_min_grad_reduce(op, dy):
+    """TF's rule: the gradient is split evenly between the entries that tie for the max (min)."""
+    x = op.inputs[0]
+    axes = _norm_axes(op.attrs["axis"], x.shape.ndims)
+    keep = op.attrs["keepdims"]
+    y, dy = _keep(op.outputs[0], axes, keep), _keep(dy, axes, keep)
+    indicators = cast(equal(y, x), dy.dtype)
+    num_selected = reduce_sum(indicators, axis=list(axes), keepdims=True)
+    return [indicators / num_selected * dy]
+
+
+Sum = _reduce("Sum", "sum", NUMBERS, _sum_grad)
+Mean = _reduce("Mean", "mean", NUMBERS, _mean_grad)
+Max = _reduce("Max", "max", NUMBERS, _max_min_grad_reduce)
+Min = _reduce("Min", "min", NUMBERS, _max_min_grad_reduce)
+Any = _reduce("Any", "any", BOOL)
+All = _reduce("All", "all", BOOL)
+
+
+def _reduce_fn(opdef, default_name):
+    def fn(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+        if axis is not None and reduction_indices is not None:
+            raise ValueError("Cannot specify both 'axis' and 'reduction_indices'.")
+        if keepdims is not None and keep_dims is not None:
+            raise ValueError("Cannot specify both 'keepdims' and 'keep_dims'.")
+        axis = reduction_indices if axis is None else axis
+        keepdims = bool(keep_dims if keepdims is None else keepdims)
+        x = convert_to_tensor(input_tensor)
+        if isinstance(axis, Tensor):
+            if axis.op.type != "Const":
+                raise ValueError(f"{opdef.type}: axis must be a Python int, a list or a constant tensor")
+            axis = axis.op.attrs["value"]
+        if axis is not None:
+            axis = tuple(int(a) for a in np.asarray(axis).reshape(-1))
+        if axis is not None and x.shape.ndims is not None:
+            axis = tuple(a % x.shape.ndims if -x.shape.ndims <= a < x.shape.ndims else a for a in axis)
+        return opdef(x, axis=axis, keepdims=keepdims, name=name or default_name)
+
+    fn.__name__ = default_name
+    return fn
+
+
+reduce_sum = _reduce_fn(Sum, "Sum")
+reduce_mean = _reduce_fn(Mean, "Mean")
+reduce_max = _reduce_fn(Max, "Max")
+reduce_min = _reduce_fn(Min, "Min")
+reduce_any = _reduce_fn(Any, "Any")
+reduce_all = _reduce_fn(All, "All")
+
+
+def _arg_reduce(type_name, kernel_op):
+    d = OpDef(type_name, kernel="arg_reduce_fwd", differentiable=False)
+
+    @d.shape
+    def _(x, *, axis, output_type):
+        _check_dtype(x, NUMBERS)
+        if x.shape.dims is None:
+            return Spec(output_type, TensorShape(None))
+        (a,) = _norm_axes([axis], len(x.shape.dims))
+        if x.shape.dims[a] == 0:
+            fail(f"cannot take {kernel_op} over an empty dimension of shape {x.shape}")
+        return Spec(output_type, TensorShape([dim for i, dim in enumerate(x.shape.dims) if i != a]))
+
+    d.native_attrs(lambda attrs, ins, outs: {"op": kernel_op, "axis": attrs["axis"] % len(ins[0].shape.dims)})
+    return d
+
+
+ArgMax = _arg_reduce("ArgMax", "argmax")
+ArgMin = _arg_reduce("ArgMin", "argmin")
+
+
+def _arg_fn(opdef, default_name):
+    def fn(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):
+        axis = dimension if axis is None else axis
+        axis = 0 if axis is None else int(np.asarray(axis.op.attrs["value"] if isinstance(axis, Tensor) else axis))
+        return opdef(convert_to_tensor(input), axis=axis, output_type=dtypes.as_dtype(output_type),
+                     name=name or default_name)
+
+    fn.__name__ = default_name
+    return fn
+
+
+argmax = _arg_fn(ArgMax, "ArgMax")
+argmin = _arg_fn(ArgMin, "ArgMin")
+
+_ = (TensorLike, reshape)

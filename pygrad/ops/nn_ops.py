@@ -1,0 +1,232 @@
+"""Softmax, log-softmax and the fused cross-entropies (tf.nn.*), with their gradients."""
+from pygrad import dtypes
+from pygrad.ops.array_ops import convert_to_tensor, expand_dims, reshape, stop_gradient
+from pygrad.ops.math_ops import FLOATS, _check_dtype, reduce_sum
+from pygrad.ops import math_ops
+from pygrad.registry import OpDef, Spec, fail, fail_dtype
+from pygrad.shapes import TensorShape
+
+
+def _axis_attrs(attrs, ins, outs):
+    return {"axis": attrs["axis"] % len(ins[0].shape.dims)}
+
+
+def _check_axis(x, axis):
+    _check_dtype(x, FLOATS, "logits")
+    n = x.shape.ndims
+    if n is not None and (n == 0 or not -n <= axis < n):
+        fail(f"axis {axis} is out of range for logits of shape {x.shape}")
+
+
+# ---------------------------------------------------------------- softmax
+
+Softmax = OpDef("Softmax", kernel="softmax_fwd")
+
+
+@Softmax.shape
+def _(logits, *, axis):
+    _check_axis(logits, axis)
+    return Spec(logits.dtype, logits.shape)
+
+
+Softmax.native_attrs(_axis_attrs)
+
+
+@Softmax.grad
+def _(op, dy):
+    return [SoftmaxGrad(op.outputs[0], dy, axis=op.attrs["axis"])]
+
+
+SoftmaxGrad = OpDef("SoftmaxGrad", kernel="softmax_bwd")
+
+
+@SoftmaxGrad.shape
+def _(y, dy, *, axis):
+    if y.dtype != dy.dtype:
+        fail_dtype(f"y and dy must have one dtype, got {y.dtype.name} and {dy.dtype.name}")
+    if not y.shape.is_compatible_with(dy.shape):
+        fail(f"y {y.shape} and dy {dy.shape} must have the same shape")
+    return Spec(y.dtype, y.shape.merge_with(dy.shape))
+
+
+SoftmaxGrad.native_attrs(_axis_attrs)
+
+
+@SoftmaxGrad.grad
+def _(op, g):
+    # dx = y * (dy - s), s = sum(dy * y): differentiate that expression.
+    y, dy = op.inputs
+    axis = op.attrs["axis"]
+    s = reduce_sum(dy * y, axis=axis, keepdims=True)
+    gy = reduce_sum(g * y, axis=axis, keepdims=True)
+    return [g * (dy - s) - dy * gy, SoftmaxGrad(y, g, axis=axis)]
+
+
+def softmax(logits, axis=None, name=None, dim=None):
+    """exp(logits) / sum(exp(logits)) along axis (default: the last)."""
+    axis = -1 if axis is None and dim is None else axis if axis is not None else dim
+    return Softmax(convert_to_tensor(logits), axis=int(axis), name=name or "Softmax")
+
+
+# ---------------------------------------------------------------- log_softmax
+
+LogSoftmax = OpDef("LogSoftmax", kernel="log_softmax_fwd")
+
+
+@LogSoftmax.shape
+def _(logits, *, axis):
+    _check_axis(logits, axis)
+    return Spec(logits.dtype, logits.shape)
+
+
+LogSoftmax.native_attrs(_axis_attrs)
+
+
+@LogSoftmax.grad
+def _(op, dy):
+    return [LogSoftmaxGrad(op.outputs[0], dy, axis=op.attrs["axis"])]
+
+
+LogSoftmaxGrad = OpDef("LogSoftmaxGrad", kernel="log_softmax_bwd")
+LogSoftmaxGrad.shape(SoftmaxGrad.shape_fn)
+LogSoftmaxGrad.native_attrs(_axis_attrs)
+
+
+@LogSoftmaxGrad.grad
+def _(op, g):
+    # dx = dy - exp(y) * sum(dy): differentiate that expression.
+    y, dy = op.inputs
+    axis = op.attrs["axis"]
+    e = math_ops.exp(y)
+    return [-g * e * reduce_sum(dy, axis=axis, keepdims=True),
+            g - reduce_sum(g * e, axis=axis, keepdims=True)]
+
+
+def log_softmax(logits, axis=None, name=None, dim=None):
+    axis = -1 if axis is None and dim is None else axis if axis is not None else dim
+    return LogSoftmax(convert_to_tensor(logits), axis=int(axis), name=name or "LogSoftmax")
+
+
+# ---------------------------------------------------------------- cross-entropies
+# The fused forward returns (loss, backprop); backprop = softmax - labels is the gradient.
+
+SoftmaxCrossEntropyWithLogits = OpDef("SoftmaxCrossEntropyWithLogits", kernel="softmax_xent_fwd")
+
+
+@SoftmaxCrossEntropyWithLogits.shape
+def _(logits, labels):
+    _check_dtype(logits, FLOATS, "logits")
+    if labels.dtype != logits.dtype:
+        fail_dtype(f"labels must have the logits' dtype {logits.dtype.name}, got {labels.dtype.name}")
+    if logits.shape.ndims not in (None, 2) or not logits.shape.is_compatible_with(labels.shape):
+        fail(f"logits and labels must be matrices of the same shape, got logits: {logits.shape} and "
+             f"labels: {labels.shape}")
+    shape = logits.shape.merge_with(labels.shape)
+    return [Spec(logits.dtype, TensorShape([shape[0].value])), Spec(logits.dtype, shape)]
+
+
+@SoftmaxCrossEntropyWithLogits.grad
+def _(op, dloss, dbackprop):
+    logits = op.inputs[0]
+    dloss = expand_dims(dloss, -1)
+    g_logits = dloss * op.outputs[1]
+    g_labels = dloss * -log_softmax(logits)
+    if dbackprop is not None:
+        sm = softmax(logits)
+        g_logits = g_logits + (dbackprop - reduce_sum(dbackprop * sm, axis=-1, keepdims=True)) * sm
+        g_labels = g_labels - dbackprop
+    return [g_logits, g_labels]
+
+
+SparseSoftmaxCrossEntropyWithLogits = OpDef("SparseSoftmaxCrossEntropyWithLogits", kernel="sparse_softmax_xent_fwd")
+
+
+@SparseSoftmaxCrossEntropyWithLogits.shape
+def _(logits, labels):
+    _check_dtype(logits, FLOATS, "logits")
+    _check_dtype(labels, (dtypes.int32, dtypes.int64), "labels")
+    if logits.shape.ndims not in (None, 2) or labels.shape.ndims not in (None, 1) or \
+            not logits.shape[:1].is_compatible_with(labels.shape):
+        fail(f"logits must be [batch, classes] and labels [batch], got logits: {logits.shape} and "
+             f"labels: {labels.shape}")
+    batch = logits.shape[:1].merge_with(labels.shape)
+    return [Spec(logits.dtype, batch), Spec(logits.dtype, logits.shape)]
+
+
+@SparseSoftmaxCrossEntropyWithLogits.grad
+def _(op, dloss, dbackprop):
+    g = expand_dims(dloss, -1) * op.outputs[1]
+    if dbackprop is not None:
+        sm = softmax(op.inputs[0])
+        g = g + (dbackprop - reduce_sum(dbackprop * sm, axis=-1, keepdims=True)) * sm
+    return [g, None]
+
+
+def _as_matrix(logits, labels, sparse):
+    """Reshapes rank != 2 inputs to matrices; returns (logits, labels, restore(loss))."""
+    n = logits.shape.ndims
+    if n == 2 or n is None:
+        return logits, labels, lambda loss: loss
+    if n == 0:
+        raise ValueError(f"logits must have rank >= 1, got shape {logits.shape}")
+    dims = logits.shape.as_list()
+    if any(d is None for d in dims[1:]):
+        raise ValueError(f"logits of rank {n} need known dimensions after the first, got {logits.shape}")
+    flat_logits = reshape(logits, [-1, dims[-1]])
+    flat_labels = reshape(labels, [-1] if sparse else [-1, dims[-1]])
+    return flat_logits, flat_labels, lambda loss: reshape(loss, [-1 if d is None else d for d in dims[:-1]])
+
+
+def softmax_cross_entropy_with_logits_v2(_sentinel=None, labels=None, logits=None, axis=-1, name=None, dim=None):
+    """-sum(labels * log_softmax(logits)) per row; gradients flow to logits and labels."""
+    if _sentinel is not None:
+        raise ValueError("Only call softmax_cross_entropy_with_logits with named arguments (labels=..., logits=...)")
+    axis = dim if dim is not None else axis
+    logits = convert_to_tensor(logits)
+    labels = convert_to_tensor(labels, dtype=logits.dtype)
+    if axis not in (-1, (logits.shape.ndims or 0) - 1):
+        raise ValueError("softmax_cross_entropy_with_logits supports the last axis only")
+    flat_logits, flat_labels, restore = _as_matrix(logits, labels, sparse=False)
+    loss, _ = SoftmaxCrossEntropyWithLogits(flat_logits, flat_labels, name=name or "SoftmaxCrossEntropyWithLogits")
+    return restore(loss)
+
+
+def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=-1, name=None, axis=None):
+    """As _v2, but no gradient flows into labels (TF1's version)."""
+    if _sentinel is not None:
+        raise ValueError("Only call softmax_cross_entropy_with_logits with named arguments (labels=..., logits=...)")
+    return softmax_cross_entropy_with_logits_v2(labels=stop_gradient(labels), logits=logits,
+                                                axis=dim if axis is None else axis, name=name)
+
+
+def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
+    """Cross-entropy against integer class labels; labels outside [0, classes) raise at run time."""
+    if _sentinel is not None:
+        raise ValueError("Only call sparse_softmax_cross_entropy_with_logits with named arguments")
+    logits = convert_to_tensor(logits)
+    labels = convert_to_tensor(labels)
+    flat_logits, flat_labels, restore = _as_matrix(logits, labels, sparse=True)
+    loss, _ = SparseSoftmaxCrossEntropyWithLogits(flat_logits, flat_labels,
+                                                  name=name or "SparseSoftmaxCrossEntropyWithLogits")
+    return restore(loss)
+
+
+relu = math_ops.relu
+sigmoid = math_ops.sigmoid
+tanh = math_ops.tanh
+
+
+def l2_loss(t, name=None):
+    """sum(t ** 2) / 2."""
+    t = convert_to_tensor(t)
+    return math_ops.multiply(reduce_sum(math_ops.square(t)), 0.5, name=name or "L2Loss")
+
+
+def bias_add(value, bias, data_format=None, name=None):
+    """value + bias along the last dimension; bias must be a vector of that size."""
+    value, bias = convert_to_tensor(value), convert_to_tensor(bias)
+    if bias.shape.ndims not in (None, 1):
+        raise ValueError(f"BiasAdd: bias must be a vector, got shape {bias.shape}")
+    if value.shape.ndims is not None and value.shape.ndims < 2:
+        raise ValueError(f"BiasAdd: value must have rank >= 2, got shape {value.shape}")
+    return math_ops.add(value, bias, name=name or "BiasAdd")

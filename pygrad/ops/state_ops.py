@@ -1,0 +1,233 @@
+"""Variables and the ops that write them (assign, assign_add, assign_sub), no_op and group."""
+from pygrad import dtypes
+from pygrad.graph import GraphKeys, Operation, Tensor, TensorLike, get_default_graph
+from pygrad.ops.array_ops import convert_to_tensor
+from pygrad.registry import NOOP, VARIABLE, OpDef, Spec, fail, fail_dtype
+from pygrad.shapes import as_shape
+
+# ---------------------------------------------------------------- the variable op
+
+VariableV2 = OpDef("VariableV2", lowering=VARIABLE, differentiable=False, stateful=True)
+
+
+@VariableV2.shape
+def _(*, shape, dtype, var_index):
+    return Spec(dtype, shape)
+
+
+# ---------------------------------------------------------------- writes
+
+
+def _check_write(ref, value):
+    if ref.dtype != value.dtype:
+        fail_dtype(f"value has dtype {value.dtype.name}, the variable has {ref.dtype.name}")
+    if not ref.shape.is_compatible_with(value.shape):
+        fail(f"value shape {value.shape} does not match the variable's shape {ref.shape}")
+    return Spec(ref.dtype, ref.shape)
+
+
+def _assign_op(type_name, mode, **kw):
+    d = OpDef(type_name, kernel="assign", differentiable=False, ref_input=0, stateful=True, **kw)
+    d.shape(_check_write)
+    d.native_attrs(lambda attrs, ins, outs: {"op": mode})
+    return d
+
+
+Assign = _assign_op("Assign", "assign", reads_ref=False, initializes=True)
+AssignAdd = _assign_op("AssignAdd", "add")
+AssignSub = _assign_op("AssignSub", "sub")
+
+
+def assign(ref, value, validate_shape=None, use_locking=None, name=None):
+    ref = _ref(ref)
+    return Assign(ref, convert_to_tensor(value, dtype=ref.dtype), name=name or "Assign")
+
+
+def assign_add(ref, value, use_locking=None, name=None):
+    ref = _ref(ref)
+    return AssignAdd(ref, convert_to_tensor(value, dtype=ref.dtype), name=name or "AssignAdd")
+
+
+def assign_sub(ref, value, use_locking=None, name=None):
+    ref = _ref(ref)
+    return AssignSub(ref, convert_to_tensor(value, dtype=ref.dtype), name=name or "AssignSub")
+
+
+def _ref(v):
+    v = v._variable if isinstance(v, Variable) else v
+    if not isinstance(v, Tensor) or v.op.type != "VariableV2":
+        raise TypeError(f"assign ops write Variables; got {v!r}")
+    return v
+
+
+# ---------------------------------------------------------------- grouping
+
+NoOp = OpDef("NoOp", lowering=NOOP, differentiable=False)
+
+
+@NoOp.shape
+def _():
+    return []
+
+
+def no_op(name=None):
+    return NoOp(name=name or "NoOp")
+
+
+def group(*inputs, name=None):
+    """An op that runs all inputs (ops or tensors) and has no output."""
+    graph = get_default_graph()
+    deps = []
+    for x in inputs:
+        for item in (x if isinstance(x, (list, tuple)) else [x]):
+            item = graph.as_graph_element(item)
+            deps.append(item.op if isinstance(item, Tensor) else item)
+    with graph.control_dependencies(deps):
+        return NoOp(name=name or "group_deps")
+
+
+# ---------------------------------------------------------------- Variable
+
+
+class Variable(TensorLike):
+    """A tensor whose value lives in the session across runs; TF1's tf.Variable."""
+
+    def __init__(self, initial_value=None, trainable=True, collections=None, validate_shape=True,
+                 caching_device=None, name=None, variable_def=None, dtype=None, expected_shape=None,
+                 import_scope=None, constraint=None, use_resource=None, synchronization=None, aggregation=None,
+                 shape=None):
+        if initial_value is None:
+            raise ValueError("initial_value must be specified.")
+        graph = get_default_graph()
+        with graph.name_scope(name or "Variable") as scope:
+            if callable(initial_value):
+                with graph.name_scope("Initializer"):
+                    initial_value = initial_value()
+            self._initial_value = convert_to_tensor(initial_value, dtype=dtype, name="initial_value") \
+                if not isinstance(initial_value, TensorLike) else convert_to_tensor(initial_value)
+            if dtype is not None and self._initial_value.dtype != dtypes.as_dtype(dtype):
+                from pygrad.ops.array_ops import cast
+                self._initial_value = cast(self._initial_value, dtype)
+            var_shape = as_shape(shape) if shape is not None else self._initial_value.shape
+            if not var_shape.is_fully_defined():
+                raise ValueError(f"initial_value must have a fully defined shape, got {var_shape} "
+                                 f"(variable '{scope[:-1]}')")
+            self._variable = VariableV2(shape=var_shape, dtype=self._initial_value.dtype,
+                                        var_index=len(graph._variables), name=scope)
+            graph._variables.append(self)
+            self._initializer_op = Assign(self._variable, self._initial_value, name="Assign").op
+        self._trainable = trainable
+        self.constraint = constraint
+        if collections is None:
+            collections = [GraphKeys.GLOBAL_VARIABLES]
+        if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
+            collections = list(collections) + [GraphKeys.TRAINABLE_VARIABLES]
+        graph.add_to_collections(collections, self)
+
+    # ---- what the variable is ----
+    def _as_graph_element(self):
+        return self._variable
+
+    @property
+    def name(self):
+        return self._variable.name
+
+    @property
+    def op(self):
+        return self._variable.op
+
+    @property
+    def dtype(self):
+        return self._variable.dtype
+
+    @property
+    def shape(self):
+        return self._variable.shape
+
+    def get_shape(self):
+        return self._variable.shape
+
+    @property
+    def graph(self):
+        return self._variable.graph
+
+    @property
+    def trainable(self):
+        return self._trainable
+
+    @property
+    def initializer(self):
+        return self._initializer_op
+
+    @property
+    def initial_value(self):
+        return self._initial_value
+
+    @property
+    def device(self):
+        return ""
+
+    def value(self):
+        return self._variable
+
+    def read_value(self):
+        return self._variable
+
+    def initialized_value(self):
+        return self._initial_value
+
+    # ---- writes ----
+    def assign(self, value, use_locking=False, name=None, read_value=True):
+        return assign(self._variable, value, name=name)
+
+    def assign_add(self, delta, use_locking=False, name=None, read_value=True):
+        return assign_add(self._variable, delta, name=name)
+
+    def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
+        return assign_sub(self._variable, delta, name=name)
+
+    def load(self, value, session=None):
+        """Writes value into the variable in session without adding ops to the graph."""
+        from pygrad.session import _session_for
+
+        _session_for(self._variable, session)._write_variable(self, value)
+
+    def eval(self, session=None):
+        return self._variable.eval(session=session)
+
+    def __repr__(self):
+        return f"<pygrad.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
+
+
+def global_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
+
+
+def trainable_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
+
+
+def local_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
+
+
+def variables_initializer(var_list, name="init"):
+    """An op that initializes var_list (a no-op when it is empty)."""
+    if not var_list:
+        return no_op(name=name)
+    return group(*[v.initializer for v in var_list], name=name)
+
+
+def global_variables_initializer():
+    return variables_initializer(global_variables())
+
+
+def local_variables_initializer():
+    return variables_initializer(local_variables(), name="init_1")
+
+
+initialize_all_variables = global_variables_initializer
+initialize_variables = variables_initializer
+all_variables = global_variables
+
+_ = Operation

@@ -1,0 +1,153 @@
+"""OpDef: an op's type, shape rule, gradient and native lowering, declared once in its family file.
+
+    Softmax = OpDef("Softmax", kernel="softmax_fwd")
+
+    @Softmax.shape
+    def _(logits, *, axis):            # inputs are Tensors (static shapes) or Specs (concrete shapes)
+        return Spec(logits.dtype, logits.shape)
+
+    @Softmax.grad
+    def _(op, dy):                     # builds graph ops, one gradient (or None) per input
+        return [SoftmaxGrad(op.outputs[0], dy, axis=op.attrs["axis"])]
+
+    @Softmax.native_attrs             # kernel attributes from the op's attributes and concrete shapes
+    def _(attrs, ins, outs):
+        return {"axis": attrs["axis"] % len(ins[0].shape.dims)}
+"""
+from collections import namedtuple
+
+from pygrad import _C, errors
+from pygrad.graph import Operation, Tensor, get_default_graph
+from pygrad.shapes import TensorShape
+
+Spec = namedtuple("Spec", ["dtype", "shape"])
+Spec.__doc__ = "What a shape rule works on and returns: a dtype and a TensorShape."
+
+NOT_DIFFERENTIABLE = "not differentiable"
+
+# How an op becomes part of a native plan (see lowering.py).
+KERNEL = "kernel"  # one step of OpDef.kernel
+ALIAS = "alias"  # output 0 shares input 0's buffer (reshape, identity, ...)
+CONST = "const"  # attrs["value"] becomes a constant buffer
+FEED = "feed"  # must be fed (placeholders)
+VARIABLE = "variable"  # the session's variable buffer
+NOOP = "noop"  # no step (groups, no_op)
+VALUE = "value"  # output computed in Python from concrete input shapes (shape, size, rank)
+CUSTOM = "custom"  # OpDef.lower(ctx, op) emits the steps
+
+
+class RuleError(ValueError):
+    """A shape rule's complaint; the builder adds the op's type, name and site."""
+
+
+class DTypeRuleError(TypeError):
+    """A dtype rule's complaint; the builder adds the op's type, name and site."""
+
+
+def fail(message):
+    raise RuleError(message)
+
+
+def fail_dtype(message):
+    raise DTypeRuleError(message)
+
+
+class OpDef:
+    all = {}
+
+    def __init__(self, type, kernel=None, *, lowering=None, differentiable=True, broadcasting=False,
+                 ref_input=None, reads_ref=True, initializes=False, stateful=False):
+        if type in OpDef.all:
+            raise ValueError(f"op type {type} is defined twice")
+        self.type = type
+        self.kernel = kernel
+        self.lowering = lowering or (KERNEL if kernel else None)
+        self.differentiable = differentiable
+        self.broadcasting = broadcasting  # gradients.py sums input gradients back to the input's shape
+        self.ref_input = ref_input  # index of the variable input this op writes in place
+        self.reads_ref = reads_ref  # False for a plain assign: the old value is not read
+        self.initializes = initializes  # writing the whole variable initializes it
+        self.stateful = stateful
+        self.ignores_input_values = set()  # inputs read for their shape only
+        self.shape_fn = None
+        self.grad_fn = None if differentiable else NOT_DIFFERENTIABLE
+        self.attrs_fn = None
+        self.lower_fn = None
+        self.value_fn = None
+        OpDef.all[type] = self
+
+    # ---- declaration decorators ----
+    def shape(self, fn):
+        self.shape_fn = fn
+        return fn
+
+    def grad(self, fn):
+        if not self.differentiable:
+            raise ValueError(f"{self.type} is declared not differentiable")
+        self.grad_fn = fn
+        return fn
+
+    def native_attrs(self, fn):
+        self.attrs_fn = fn
+        return fn
+
+    def lower(self, fn):
+        self.lower_fn = fn
+        return fn
+
+    def value(self, fn):
+        self.value_fn = fn
+        return fn
+
+    # ---- building ----
+    def infer(self, inputs, attrs, *, name, site):
+        """Runs the shape rule; errors name the op, the rule and the site."""
+        try:
+            specs = self.shape_fn(*inputs, **attrs)
+        except RuleError as e:
+            raise ValueError(errors.op_message(self.type, name, str(e), site)) from None
+        except DTypeRuleError as e:
+            raise TypeError(errors.op_message(self.type, name, str(e), site)) from None
+        if isinstance(specs, Spec):
+            return [specs]
+        return list(specs)
+
+    def __call__(self, *inputs, name=None, **attrs):
+        """Adds an op of this type to the inputs' graph; returns its output(s), or the op if none."""
+        graph = inputs[0].graph if inputs else get_default_graph()
+        for t in inputs:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"{self.type}: inputs must be Tensors, got {type(t).__name__}")
+            if t.graph is not graph:
+                raise ValueError(f"{self.type}: {t.name} must be from the same graph as {inputs[0].name}")
+        # A name ending in '/' is a scope name used verbatim (TF's rule, used by Variable).
+        full_name = name[:-1] if name and name.endswith("/") else graph.unique_name(name or self.type)
+        site = errors.user_site()
+        specs = self.infer(inputs, attrs, name=full_name, site=site)
+        op = Operation(graph, self, full_name, inputs, attrs,
+                       [(s.dtype, s.shape if isinstance(s.shape, TensorShape) else TensorShape(s.shape))
+                        for s in specs], site)
+        if not op.outputs:
+            return op
+        return op.outputs[0] if len(op.outputs) == 1 else op.outputs
+
+
+def check_registry():
+    """Every op has a shape rule, every differentiable op a gradient, every kernel op a kernel."""
+    kernels = set(_C.kernel_names())
+    problems = []
+    for t, d in OpDef.all.items():
+        if d.shape_fn is None:
+            problems.append(f"{t} has no shape rule")
+        if d.grad_fn is None:
+            problems.append(f"{t} is differentiable but has no gradient")
+        if d.lowering is None:
+            problems.append(f"{t} has no lowering")
+        if d.lowering == KERNEL and d.kernel not in kernels:
+            problems.append(f"{t} names kernel {d.kernel!r}, which is not in kernels.def")
+        if d.lowering == CUSTOM and d.lower_fn is None:
+            problems.append(f"{t} has custom lowering but no lower function")
+        if d.lowering == VALUE and d.value_fn is None:
+            problems.append(f"{t} is computed from shapes but has no value function")
+    if problems:
+        raise RuntimeError("pygrad op registry is inconsistent:\n  " + "\n  ".join(problems))

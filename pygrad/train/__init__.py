@@ -1,0 +1,4 @@
+"""tf.train: optimizers."""
+from pygrad.train.optimizer import GradientDescentOptimizer, Optimizer
+
+__all__ = ["GradientDescentOptimizer", "Optimizer"]
