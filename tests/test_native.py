@@ -1,0 +1,72 @@
+"""The native library: every kernels.def entry is bound, and bad arguments raise instead of crashing."""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pygrad as tf
+from pygrad import _C
+
+KERNELS_DEF = Path(__file__).resolve().parents[1] / "csrc" / "pg" / "kernels.def"
+
+
+def test_every_kernels_def_entry_is_bound():
+    listed = re.findall(r"^PG_KERNEL\(\w+, (\w+)\)", KERNELS_DEF.read_text(), re.M)
+    assert listed and listed == _C.kernel_names()
+
+
+def test_dtype_codes_come_from_the_extension():
+    for d in (tf.float32, tf.float64, tf.int32, tf.int64, tf.bool):
+        assert _C.dtypes[d.name] == d.code
+
+
+def test_kernel_runs_on_numpy_arrays():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.ones((3, 2), np.float32)
+    c = np.empty((2, 2), np.float32)
+    _C.call("matmul_fwd", [a, b], [c], {})
+    np.testing.assert_array_equal(c, a @ b)
+    _C.call("matmul_fwd", [a, a], [np.empty((3, 3), np.float32)], {"transpose_a": 1})
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: _C.call("matmul_fwd", [np.ones((2, 3), np.float32), np.ones((4, 2), np.float32)],
+                     [np.empty((2, 2), np.float32)]), ValueError, r"inner dimensions must agree.*\(3 != 4\)"),
+    (lambda: _C.call("matmul_fwd", [np.ones((2, 3), np.float32), np.ones((3, 2), np.float64)],
+                     [np.empty((2, 2), np.float32)]), TypeError, "one dtype"),
+    (lambda: _C.call("no_such_kernel", [], []), ValueError, "unknown kernel"),
+    (lambda: _C.call("matmul_fwd", [np.ones((3, 2), np.float32).T, np.ones((3, 2), np.float32)],
+                     [np.empty((2, 2), np.float32)]), ValueError, "C-contiguous"),
+    (lambda: _C.call("matmul_fwd", [np.ones((2, 2), np.float32)], [np.empty((2, 2), np.float32)]),
+     ValueError, "expected 2 inputs"),
+    (lambda: _C.call("unary_fwd", [np.ones(3, np.float32)], [np.empty(3, np.float32)], {"op": "nope"}),
+     ValueError, "nope"),
+    (lambda: _C.call("softmax_fwd", [np.ones((2, 3), np.int32)], [np.empty((2, 3), np.int32)], {"axis": 1}),
+     TypeError, "int32"),
+], ids=["shape", "dtype", "unknown", "contiguity", "arity", "attr", "int-softmax"])
+def test_bad_arguments_raise_python_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_uninitialized_variable_is_reported_before_any_step():
+    store = _C.VarStore()
+    v = store.add("v", tf.float32.code, [2])
+    plan = _C.Plan(store)
+    buf = plan.add_var(v)
+    plan.require_initialized(v)
+    plan.set_fetches([(buf, tf.float32.code, [2])])
+    with pytest.raises(_C.UninitializedError, match="v"):
+        plan.run([])
+    store.write(v, np.array([1, 2], np.float32))
+    np.testing.assert_array_equal(plan.run([])[0], [1, 2])
+
+
+def test_set_num_threads_sets_one_knob():
+    old = tf.get_num_threads()
+    try:
+        tf.set_num_threads(2)
+        assert tf.get_num_threads() == 2
+    finally:
+        tf.set_num_threads(old)
