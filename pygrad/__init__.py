@@ -17,6 +17,7 @@ from pygrad.ops.math_ops import (abs, add, add_n, argmax, argmin, ceil, div, div
                                  pow, realdiv, reciprocal, reduce_all, reduce_any, reduce_max, reduce_mean,
                                  reduce_min, reduce_sum, round, rsqrt, scalar_mul, sigmoid, sign, sqrt, square,
                                  squared_difference, subtract, tanh, truediv)
+from pygrad.ops import conv_ops as _conv_ops  # noqa: F401  (registers conv and pooling ops)
 from pygrad.ops import training_ops as _training_ops  # noqa: F401  (registers the fused update ops)
 from pygrad.ops.state_ops import (Variable, all_variables, assign, assign_add, assign_sub, global_variables,
                                   global_variables_initializer, group, initialize_all_variables,

@@ -62,7 +62,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
         raise ValueError(f"gradients: passed {len(grad_ys)} grad_ys for {len(ys)} ys")
     graph = ys[0].graph if ys else get_default_graph()
 
-    with graph.name_scope(name or "gradients"):
+    # Built in the graph of ys even when another graph is the default, as TF's name_scope(values=...).
+    with graph.as_default(), graph.name_scope(name or "gradients"):
         between = _ops_between(graph, xs, ys)
         grads = {}
         for y, gy in zip(ys, grad_ys):

@@ -126,7 +126,7 @@ class BaseSession:
         """Runs what fetches need once; returns their values in the structure of fetches."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        if type(fetches) is Tensor:  # the common single-tensor case, without structure handling
+        if type(fetches) is Tensor and fetches.graph is self.graph:  # the common case, without structure handling
             elements, fetch_spec = [fetches], None
         else:
             fetch_spec = _Fetches(self.graph, fetches)
@@ -152,7 +152,7 @@ class BaseSession:
     def _feeds(self, feed_dict):
         tensors, arrays = [], []
         for key, value in feed_dict.items():
-            t = key if type(key) is Tensor else self._feed_key(key)
+            t = key if type(key) is Tensor and key.graph is self.graph else self._feed_key(key)
             want = t.dtype.np
             if type(value) is np.ndarray and value.dtype == want and value.flags.c_contiguous:
                 arr = value
@@ -163,15 +163,11 @@ class BaseSession:
         return tuple(tensors), arrays
 
     def _feed_key(self, key):
-        if isinstance(key, TensorLike) and not isinstance(key, Tensor):
-            key = key._as_graph_element()
-        if isinstance(key, str):
-            key = self.graph.as_graph_element(key, allow_operation=False)
-        if not isinstance(key, Tensor):
-            raise TypeError(f"The value of a feed cannot be a {type(key).__name__}; feed_dict keys must be Tensors.")
-        if key.graph is not self.graph:
-            raise ValueError(f"Tensor {key.name} is not an element of this session's graph.")
-        return key
+        """The Tensor of this session's graph that a feed_dict key names; TypeError otherwise, as TF."""
+        try:
+            return self.graph.as_graph_element(key, allow_operation=False)
+        except (KeyError, ValueError, TypeError) as e:
+            raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e.args[0] if e.args else e}") from None
 
     @staticmethod
     def _convert_feed(t, value):

@@ -1,31 +1,249 @@
-// Fused optimizer updates: each reads the gradient once and updates the variable (and its slots)
-// in place, in one pass. Formulas follow TensorFlow's training ops (training_ops.cc).
+// Fused optimizer updates: each reads the gradient once and updates the variable and its slots
+// in place, in one pass. Formulas are TensorFlow's training ops (core/kernels/training_ops.cc).
+// Hyperparameters are scalar tensors (a learning rate may be a decayed tensor); the builders
+// read them into a named struct each run.
+#include <algorithm>
+#include <cmath>
+
 #include "pg/parallel.h"
 #include "runtime/kernel.h"
 
 namespace pg {
 
-// var -= lr * grad. lr is a scalar; grad has var's shape and may not alias var.
+namespace {
+constexpr int64_t kGrain = 1 << 15;
+
+template <class T> T scalar(Frame& f, const Operand& o) { return *cview<T>(f, o).data; }
+
+void check_scalars(const KernelCall& c, const char* op, size_t first, size_t last) {
+  for (size_t i = first; i < last; ++i)
+    PG_CHECK(c.in[i].shape.numel() == 1, op, "input %zu must be a scalar, got shape %s", i,
+             c.in[i].shape.str().c_str());
+}
+
+void check_like_var(const KernelCall& c, const char* op, std::initializer_list<size_t> indices) {
+  for (size_t i : indices)
+    PG_CHECK(c.in[i].shape == c.in[0].shape, op, "input %zu has shape %s, the variable %s", i,
+             c.in[i].shape.str().c_str(), c.in[0].shape.str().c_str());
+  PG_CHECK(c.out[0].buffer == c.in[0].buffer, op, "the output must be the variable itself");
+}
+}  // namespace
+
+// ---- gradient descent: var -= lr * grad ----
 template <class T> void apply_gradient_descent(View<T> var, T lr, ConstView<T> grad) {
   T* __restrict v = var.data;
   const T* __restrict g = grad.data;
-  parallel_for(var.size(), 1 << 15, [&](int64_t b, int64_t e) {
+  parallel_for(var.size(), kGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) v[i] -= lr * g[i];
   });
 }
 
-Step build_apply_gradient_descent(const KernelCall& c) {
+Step build_apply_gradient_descent(const KernelCall& c) {  // in: var, lr, grad
   expect_arity(c, 3, 1);
   expect_same_dtype(c);
   const char* op = "apply_gradient_descent";
+  check_scalars(c, op, 1, 2);
+  check_like_var(c, op, {2});
   const Operand var = c.in[0], lr = c.in[1], grad = c.in[2];
-  PG_CHECK(lr.shape.numel() == 1, op, "learning rate must be a scalar, got shape %s", lr.shape.str().c_str());
-  PG_CHECK(grad.shape == var.shape, op, "gradient shape %s does not match the variable's shape %s",
-           grad.shape.str().c_str(), var.shape.str().c_str());
-  PG_CHECK(c.out[0].buffer == var.buffer, op, "the output must be the variable itself");
   return dispatch_float(var.dtype, op, [&](auto tag) -> Step {
     using T = decltype(tag);
-    return [=](Frame& f) { apply_gradient_descent<T>(view<T>(f, var), *cview<T>(f, lr).data, cview<T>(f, grad)); };
+    return [=](Frame& f) { apply_gradient_descent<T>(view<T>(f, var), scalar<T>(f, lr), cview<T>(f, grad)); };
+  });
+}
+
+// ---- momentum: accum = momentum * accum + grad; var -= lr * accum, or with Nesterov
+// var -= lr * grad + lr * momentum * accum ----
+template <class T> struct MomentumParams {
+  T lr, momentum;
+  bool nesterov;
+};
+
+template <class T> void apply_momentum(View<T> var, View<T> accum, ConstView<T> grad, MomentumParams<T> p) {
+  T* __restrict v = var.data;
+  T* __restrict a = accum.data;
+  const T* __restrict g = grad.data;
+  parallel_for(var.size(), kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      a[i] = a[i] * p.momentum + g[i];
+      v[i] -= p.nesterov ? g[i] * p.lr + a[i] * p.momentum * p.lr : a[i] * p.lr;
+    }
+  });
+}
+
+Step build_apply_momentum(const KernelCall& c) {  // in: var, accum, lr, grad, momentum
+  expect_arity(c, 5, 1);
+  expect_same_dtype(c);
+  const char* op = "apply_momentum";
+  check_scalars(c, op, 2, 3);
+  check_scalars(c, op, 4, 5);
+  check_like_var(c, op, {1, 3});
+  const bool nesterov = c.attrs.i("use_nesterov", int64_t{0}) != 0;
+  const Operand var = c.in[0], accum = c.in[1], lr = c.in[2], grad = c.in[3], mom = c.in[4];
+  return dispatch_float(var.dtype, op, [&](auto tag) -> Step {
+    using T = decltype(tag);
+    return [=](Frame& f) {
+      apply_momentum<T>(view<T>(f, var), view<T>(f, accum), cview<T>(f, grad),
+                        {scalar<T>(f, lr), scalar<T>(f, mom), nesterov});
+    };
+  });
+}
+
+// ---- Adagrad: accum += grad^2; var -= lr * grad / sqrt(accum) ----
+template <class T> void apply_adagrad(View<T> var, View<T> accum, ConstView<T> grad, T lr) {
+  T* __restrict v = var.data;
+  T* __restrict a = accum.data;
+  const T* __restrict g = grad.data;
+  parallel_for(var.size(), kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      a[i] += g[i] * g[i];
+      v[i] -= g[i] * lr / std::sqrt(a[i]);
+    }
+  });
+}
+
+Step build_apply_adagrad(const KernelCall& c) {  // in: var, accum, lr, grad
+  expect_arity(c, 4, 1);
+  expect_same_dtype(c);
+  const char* op = "apply_adagrad";
+  check_scalars(c, op, 2, 3);
+  check_like_var(c, op, {1, 3});
+  const Operand var = c.in[0], accum = c.in[1], lr = c.in[2], grad = c.in[3];
+  return dispatch_float(var.dtype, op, [&](auto tag) -> Step {
+    using T = decltype(tag);
+    return [=](Frame& f) { apply_adagrad<T>(view<T>(f, var), view<T>(f, accum), cview<T>(f, grad), scalar<T>(f, lr)); };
+  });
+}
+
+// ---- RMSProp: ms += (grad^2 - ms) * (1 - rho); [centered: mg += (grad - mg) * (1 - rho)]
+// mom = momentum * mom + lr * grad / sqrt(ms [- mg^2] + epsilon); var -= mom ----
+template <class T> struct RMSPropParams {
+  T lr, rho, momentum, epsilon;
+};
+
+template <class T>
+void apply_rms_prop(View<T> var, View<T> ms, View<T> mom, T* mg, ConstView<T> grad, RMSPropParams<T> p) {
+  T* __restrict v = var.data;
+  T* __restrict s = ms.data;
+  T* __restrict m = mom.data;
+  const T* __restrict g = grad.data;
+  const T one_minus_rho = T(1) - p.rho;
+  parallel_for(var.size(), kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      s[i] += (g[i] * g[i] - s[i]) * one_minus_rho;
+      T denom = s[i] + p.epsilon;
+      if (mg) {
+        mg[i] += (g[i] - mg[i]) * one_minus_rho;
+        denom -= mg[i] * mg[i];
+      }
+      m[i] = m[i] * p.momentum + g[i] * p.lr / std::sqrt(denom);
+      v[i] -= m[i];
+    }
+  });
+}
+
+Step build_apply_rms_prop(const KernelCall& c) {  // in: var, ms, mom, lr, rho, momentum, epsilon, grad [, mg]
+  const bool centered = c.in.size() == 9;
+  expect_arity(c, centered ? 9 : 8, 1);
+  expect_same_dtype(c);
+  const char* op = "apply_rms_prop";
+  check_scalars(c, op, 3, 7);
+  check_like_var(c, op, {1, 2, 7});
+  if (centered) check_like_var(c, op, {8});
+  const Operand var = c.in[0], ms = c.in[1], mom = c.in[2], lr = c.in[3], rho = c.in[4], momentum = c.in[5],
+                eps = c.in[6], grad = c.in[7];
+  const Operand mg = centered ? c.in[8] : Operand{};
+  return dispatch_float(var.dtype, op, [&](auto tag) -> Step {
+    using T = decltype(tag);
+    return [=](Frame& f) {
+      apply_rms_prop<T>(view<T>(f, var), view<T>(f, ms), view<T>(f, mom), centered ? view<T>(f, mg).data : nullptr,
+                        cview<T>(f, grad),
+                        {scalar<T>(f, lr), scalar<T>(f, rho), scalar<T>(f, momentum), scalar<T>(f, eps)});
+    };
+  });
+}
+
+// ---- Adam: alpha = lr * sqrt(1 - beta2^t) / (1 - beta1^t); m += (grad - m) * (1 - beta1);
+// v += (grad^2 - v) * (1 - beta2); var -= alpha * m / (sqrt(v) + epsilon) ----
+template <class T> struct AdamParams {
+  T beta1_power, beta2_power, lr, beta1, beta2, epsilon;
+};
+
+template <class T> void apply_adam(View<T> var, View<T> m, View<T> v, ConstView<T> grad, AdamParams<T> p) {
+  T* __restrict w = var.data;
+  T* __restrict mm = m.data;
+  T* __restrict vv = v.data;
+  const T* __restrict g = grad.data;
+  const T alpha = p.lr * std::sqrt(T(1) - p.beta2_power) / (T(1) - p.beta1_power);
+  const T one_minus_b1 = T(1) - p.beta1, one_minus_b2 = T(1) - p.beta2;
+  parallel_for(var.size(), kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      mm[i] += (g[i] - mm[i]) * one_minus_b1;
+      vv[i] += (g[i] * g[i] - vv[i]) * one_minus_b2;
+      w[i] -= mm[i] * alpha / (std::sqrt(vv[i]) + p.epsilon);
+    }
+  });
+}
+
+Step build_apply_adam(const KernelCall& c) {  // in: var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad
+  expect_arity(c, 10, 1);
+  expect_same_dtype(c);
+  const char* op = "apply_adam";
+  check_scalars(c, op, 3, 9);
+  check_like_var(c, op, {1, 2, 9});
+  const Operand var = c.in[0], m = c.in[1], v = c.in[2], b1p = c.in[3], b2p = c.in[4], lr = c.in[5], b1 = c.in[6],
+                b2 = c.in[7], eps = c.in[8], grad = c.in[9];
+  return dispatch_float(var.dtype, op, [&](auto tag) -> Step {
+    using T = decltype(tag);
+    return [=](Frame& f) {
+      apply_adam<T>(view<T>(f, var), view<T>(f, m), view<T>(f, v), cview<T>(f, grad),
+                    {scalar<T>(f, b1p), scalar<T>(f, b2p), scalar<T>(f, lr), scalar<T>(f, b1), scalar<T>(f, b2),
+                     scalar<T>(f, eps)});
+    };
+  });
+}
+
+// ---- global-norm clipping: norm = sqrt(sum_i ||t_i||^2); c_i = t_i * clip / max(norm, clip).
+// in: t_1..t_n, clip_norm [, use_norm when attr has_use_norm]; out: c_1..c_n, norm. The norm is
+// accumulated in double; c_i may alias t_i. A NaN or inf norm gives NaN outputs, as in TF. ----
+template <class T> double sum_squares(ConstView<T> t) {
+  double s = 0;
+  for (int64_t i = 0; i < t.size(); ++i) s += double(t.data[i]) * double(t.data[i]);
+  return s;
+}
+
+template <class T> void scale(ConstView<T> t, T factor, View<T> out) {
+  for (int64_t i = 0; i < t.size(); ++i) out.data[i] = t.data[i] * factor;
+}
+
+Step build_clip_by_global_norm(const KernelCall& c) {
+  const char* op = "clip_by_global_norm";
+  const bool has_use_norm = c.attrs.i("has_use_norm", int64_t{0}) != 0;
+  const size_t n = c.out.size() - 1;
+  PG_CHECK(c.out.size() >= 1 && c.in.size() == n + 1 + (has_use_norm ? 1 : 0), op,
+           "expected n tensors, clip_norm%s in and n tensors plus the norm out", has_use_norm ? ", use_norm" : "");
+  expect_same_dtype(c);
+  for (size_t i = 0; i < n; ++i)
+    PG_CHECK(c.in[i].shape == c.out[i].shape, op, "output %zu has shape %s for an input of shape %s", i,
+             c.out[i].shape.str().c_str(), c.in[i].shape.str().c_str());
+  check_scalars(c, op, n, c.in.size());
+  PG_CHECK(c.out[n].shape.numel() == 1, op, "the norm output must be a scalar");
+  const std::vector<Operand> in = c.in, out = c.out;
+  return dispatch_float(c.out[0].dtype, op, [&](auto tag) -> Step {
+    using T = decltype(tag);
+    return [=](Frame& f) {
+      double norm;
+      if (has_use_norm) {
+        norm = double(scalar<T>(f, in[n + 1]));
+      } else {
+        double total = 0;
+        for (size_t i = 0; i < n; ++i) total += sum_squares<T>(cview<T>(f, in[i]));
+        norm = std::sqrt(total);
+      }
+      const double clip = double(scalar<T>(f, in[n]));
+      const T factor = std::isfinite(norm) ? T(clip / std::max(norm, clip)) : T(NAN);
+      for (size_t i = 0; i < n; ++i) scale<T>(cview<T>(f, in[i]), factor, view<T>(f, out[i]));
+      *view<T>(f, out[n]).data = T(norm);
+    };
   });
 }
 

@@ -23,8 +23,15 @@ template <class T> bool is_nan(T x) {
   if constexpr (std::is_floating_point_v<T>) return x != x;
   else return false;
 }
-template <class T> T max_nan(T a, T b) { return a > b || is_nan(a) ? a : b; }  // NaN wins, like numpy
-template <class T> T min_nan(T a, T b) { return a < b || is_nan(a) ? a : b; }
+// max(acc, x) and min(acc, x) where a NaN wins, like numpy; written as two selects so gcc vectorizes them.
+template <class T> T max_nan(T acc, T x) {
+  const T m = x > acc ? x : acc;
+  return is_nan(x) ? x : m;
+}
+template <class T> T min_nan(T acc, T x) {
+  const T m = x < acc ? x : acc;
+  return is_nan(x) ? x : m;
+}
 
 // ---- reducers: init, step (acc, x), merge (acc, acc), finish (acc, count), empty ----
 // Sums and products accumulate in double for both float types (float32 sums over long axes stay
@@ -194,8 +201,10 @@ ReducePlan plan_reduce(const Shape& x, const std::vector<int64_t>& axes) {
 // Adds x[0:n] into the lane accumulators, element i into lane i % kLanes.
 template <class R, class T> inline void accumulate_lanes(const T* x, int64_t n, typename R::A* lane) {
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
+  for (; i + kLanes <= n; i += kLanes) {
+#pragma GCC unroll 1  // keep the lane loop a loop: the loop vectorizer handles selects (max, min), SLP does not
     for (int l = 0; l < kLanes; ++l) lane[l] = R::step(lane[l], x[i + l]);
+  }
   for (int l = 0; i < n; ++i, ++l) lane[l] = R::step(lane[l], x[i]);
 }
 
@@ -244,7 +253,20 @@ template <class R, class T> void reduce_fwd(ConstView<T> x, View<T> y, const Red
           const T* base = px + Walk(p.kept, row).offset + c0;
           for (int64_t j = 0; j < w; ++j) acc[j] = R::init();
           Walk r(p.reduced, 0);
-          for (int64_t k = 0; k < combos; ++k, r.next()) {
+          int64_t k = 0;
+          for (; k + 4 <= combos; k += 4) {  // four rows per pass over acc[], still in row order
+            const T* s0 = base + r.offset;
+            r.next();
+            const T* s1 = base + r.offset;
+            r.next();
+            const T* s2 = base + r.offset;
+            r.next();
+            const T* s3 = base + r.offset;
+            r.next();
+            for (int64_t j = 0; j < w; ++j)
+              acc[j] = R::step(R::step(R::step(R::step(acc[j], s0[j]), s1[j]), s2[j]), s3[j]);
+          }
+          for (; k < combos; ++k, r.next()) {
             const T* src = base + r.offset;
             for (int64_t j = 0; j < w; ++j) acc[j] = R::step(acc[j], src[j]);
           }

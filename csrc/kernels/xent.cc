@@ -15,11 +15,31 @@ namespace {
 
 constexpr int64_t kGrain = 8192;  // elements per parallel chunk (these loops call exp)
 
-// The largest of x[0:n], n >= 1; NaN if any is NaN.
+// max(m, v) where a NaN wins, written as two selects so that loops over it vectorize.
+template <class T> T max_nan(T m, T v) {
+  const T r = v > m ? v : m;
+  return v != v ? v : r;
+}
+
+// The largest of x[0:n], n >= 1; NaN if any is NaN. Long rows keep eight running maxima, so the
+// loop vectorizes.
 template <class T> T row_max(const T* x, int64_t n) {
-  T m = x[0];
-  for (int64_t j = 1; j < n; ++j) m = x[j] > m || x[j] != x[j] ? x[j] : m;
-  return m;
+  if (n < 32) {  // short rows (10 classes): one running maximum is faster
+    T m = x[0];
+    for (int64_t j = 1; j < n; ++j) m = max_nan(m, x[j]);
+    return m;
+  }
+  T lane[8];
+  for (T& l : lane) l = x[0];
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+#pragma GCC unroll 1  // keep it a loop: the loop vectorizer handles the selects, SLP does not
+    for (int l = 0; l < 8; ++l) lane[l] = max_nan(lane[l], x[j + l]);
+  }
+  for (; j < n; ++j) lane[0] = max_nan(lane[0], x[j]);
+  for (int w = 4; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) lane[l] = max_nan(lane[l], lane[l + w]);
+  return lane[0];
 }
 
 }  // namespace

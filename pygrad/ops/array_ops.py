@@ -60,10 +60,11 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_
 
 
 def convert_n_same_dtype(values, op_name):
-    """Converts values to tensors of one dtype: Python numbers follow the first Tensor among them."""
+    """Converts values to tensors of one dtype: Python numbers and NumPy values follow the first
+    Tensor among them (TF1 converts `x32 * np.array([1., 2.])` to float32 too)."""
     hint = next((v.dtype if isinstance(v, Tensor) else v._as_graph_element().dtype
                  for v in values if isinstance(v, TensorLike)), None)
-    out = [convert_to_tensor(v, dtype=hint if not isinstance(v, TensorLike) and _is_python_value(v) else None)
+    out = [convert_to_tensor(v, dtype=hint if not isinstance(v, TensorLike) and _follows_hint(v) else None)
            for v in values]
     for t in out[1:]:
         if t.dtype != out[0].dtype:
@@ -72,8 +73,9 @@ def convert_n_same_dtype(values, op_name):
     return out
 
 
-def _is_python_value(v):
-    return isinstance(v, (numbers.Number, list, tuple)) and not isinstance(v, np.generic)
+def _follows_hint(v):
+    """Literals that take a neighbouring tensor's dtype: Python numbers and lists, NumPy arrays and scalars."""
+    return isinstance(v, (numbers.Number, list, tuple, np.ndarray, np.generic))
 
 
 # ---------------------------------------------------------------- graph inputs
@@ -457,12 +459,15 @@ def _(x, like, *, axes=None, mean=False):
 
 @BroadcastLike.lower
 def _(ctx, op):
-    """y = x broadcast to like's shape (x re-read with 1s at `axes`), divided by the count if mean."""
+    """y = x broadcast to like's shape (x re-read with 1s at `axes`), divided by the count if mean.
+    axes: like's reduced axes, negative ones counted from like's rank here (where it is known), or
+    None for plain broadcasting."""
     x, like = ctx.in_specs(op)
     out_dims = like.shape.as_list()
     x_dims = x.shape.as_list()
     axes = op.attrs["axes"]
     if axes is not None and len(x_dims) != len(out_dims):  # x lost the reduced axes: put back 1s
+        axes = {a % len(out_dims) for a in axes}
         it = iter(x_dims)
         x_dims = [1 if i in axes else next(it) for i in range(len(out_dims))]
     scale = 1.0
@@ -477,13 +482,18 @@ def _(ctx, op):
 def _(op, dy):
     from pygrad.ops import math_ops
 
-    x = op.inputs[0]
+    x, like = op.inputs
     axes = op.attrs["axes"]
     if axes is None:
-        return [SumToShape(dy, x), None]
-    keep = x.shape.ndims == dy.shape.ndims
+        g = SumToShape(dy, x)
+        if op.attrs["mean"]:  # the forward scaled by size(x) / size(like)
+            g = g * math_ops.truediv(cast(size(x), dy.dtype), cast(size(like), dy.dtype))
+        return [g, None]
     reduce = math_ops.reduce_mean if op.attrs["mean"] else math_ops.reduce_sum
-    return [reduce(dy, axis=list(axes), keepdims=keep), None]
+    if x.shape.ndims is not None and dy.shape.ndims is not None:
+        return [reduce(dy, axis=list(axes), keepdims=x.shape.ndims == dy.shape.ndims), None]
+    # Ranks known only at run time: keep the reduced dims, then take x's shape (with or without them).
+    return [ReshapeLike(reduce(dy, axis=list(axes), keepdims=True), x), None]
 
 
 SumToShape = OpDef("SumToShape", lowering=CUSTOM)

@@ -4,7 +4,7 @@ import numpy as np
 from pygrad import dtypes
 from pygrad.graph import Tensor, TensorLike
 from pygrad.ops.array_ops import (BroadcastLike, cast, convert_n_same_dtype, convert_to_tensor, expand_dims,
-                                  reshape)
+                                  reshape, zeros_like)
 from pygrad.registry import CUSTOM, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape, broadcast_shape
 
@@ -48,7 +48,7 @@ def _y(op):
 Neg = _unary("Neg", "neg", NUMBERS, lambda op, dy: [-dy])
 Abs = _unary("Abs", "abs", NUMBERS, lambda op, dy: [dy * sign(_x(op))])
 Square = _unary("Square", "square", NUMBERS, lambda op, dy: [dy * (2.0 * _x(op))])
-Sign = _unary("Sign", "sign", NUMBERS, lambda op, dy: [None])
+Sign = _unary("Sign", "sign", NUMBERS, lambda op, dy: [zeros_like(_x(op))])  # zeros, not None (TF)
 Exp = _unary("Exp", "exp", FLOATS, lambda op, dy: [dy * _y(op)])
 Log = _unary("Log", "log", FLOATS, lambda op, dy: [dy * reciprocal(_x(op))])
 Log1p = _unary("Log1p", "log1p", FLOATS, lambda op, dy: [dy * reciprocal(1.0 + _x(op))])
@@ -83,8 +83,9 @@ def _unary_grad_op(type_name, kernel_op, grad):
     return d
 
 
-# Second-order rules: d/dy of dy*f'(y) is again the grad op; d/dy of the y-part as TF's *GradGrad.
-ReluGrad = _unary_grad_op("ReluGrad", "relu", lambda op, g: [None, ReluGrad(op.inputs[0], g)])
+# Second-order rules: d/dy of dy*f'(y) is again the grad op; d/dy of the y-part as TF's *GradGrad
+# (zeros for relu, whose f' is piecewise constant: TF returns zeros there, not None).
+ReluGrad = _unary_grad_op("ReluGrad", "relu", lambda op, g: [zeros_like(op.inputs[0]), ReluGrad(op.inputs[0], g)])
 SigmoidGrad = _unary_grad_op("SigmoidGrad", "sigmoid", lambda op, g: [
     g * op.inputs[1] * (1.0 - 2.0 * op.inputs[0]), SigmoidGrad(op.inputs[0], g)])
 TanhGrad = _unary_grad_op("TanhGrad", "tanh", lambda op, g: [
@@ -166,7 +167,7 @@ Mul = _binary("Mul", "mul", NUMBERS, lambda op, dy: [dy * op.inputs[1], op.input
 RealDiv = _binary("RealDiv", "div", FLOATS, lambda op, dy: [
     dy / op.inputs[1], dy * (-op.inputs[0] / op.inputs[1]) / op.inputs[1]])
 FloorDiv = _binary("FloorDiv", "floordiv", NUMBERS)
-Pow = _binary("Pow", "pow", FLOATS, _pow_grad)
+Pow = _binary("Pow", "pow", NUMBERS, _pow_grad)  # ints: the gradient driver skips them
 Maximum = _binary("Maximum", "maximum", NUMBERS, _max_min_grad(lambda x, y: greater_equal(x, y)))
 Minimum = _binary("Minimum", "minimum", NUMBERS, _max_min_grad(lambda x, y: less_equal(x, y)))
 SquaredDifference = _binary("SquaredDifference", "squared_difference", FLOATS, lambda op, dy: [
@@ -364,20 +365,31 @@ def _reduce(type_name, kernel_op, allowed, grad=None):
     return d
 
 
+def _grad_axes(op):
+    """A reduction's axes for its gradient: normalized when the input's rank is known; otherwise as
+    given (BroadcastLike and the reductions resolve negative axes when the plan is built), with
+    None for all axes (the reduced gradient is then a scalar, or all 1s with keepdims)."""
+    x, axis = op.inputs[0], op.attrs["axis"]
+    if x.shape.ndims is not None:
+        return _norm_axes(axis, x.shape.ndims)
+    return None if axis is None else tuple(axis)
+
+
 def _sum_grad(op, dy):
-    x = op.inputs[0]
-    return [BroadcastLike(dy, x, axes=_norm_axes(op.attrs["axis"], x.shape.ndims), mean=False)]
+    return [BroadcastLike(dy, op.inputs[0], axes=_grad_axes(op), mean=False)]
 
 
 def _mean_grad(op, dy):
-    x = op.inputs[0]
-    return [BroadcastLike(dy, x, axes=_norm_axes(op.attrs["axis"], x.shape.ndims), mean=True)]
+    return [BroadcastLike(dy, op.inputs[0], axes=_grad_axes(op), mean=True)]
 
 
-def _keep(t, axes, keepdims):
-    """t with size-1 dims at the reduced axes (a view), so it broadcasts against the input."""
+def _keep(t, x, axes, keepdims):
+    """t with size-1 dims at the reduced axes, so it broadcasts against x: a view when x's rank is
+    known, else t broadcast to x's shape."""
     if keepdims:
         return t
+    if x.shape.ndims is None:
+        return BroadcastLike(t, x, axes=axes, mean=False)
     for a in axes:
         t = expand_dims(t, a)
     return t
@@ -386,11 +398,11 @@ def _keep(t, axes, keepdims):
 def _max_min_grad_reduce(op, dy):
     """TF's rule: the gradient is split evenly between the entries that tie for the max (min)."""
     x = op.inputs[0]
-    axes = _norm_axes(op.attrs["axis"], x.shape.ndims)
+    axes = _grad_axes(op)
     keep = op.attrs["keepdims"]
-    y, dy = _keep(op.outputs[0], axes, keep), _keep(dy, axes, keep)
+    y, dy = _keep(op.outputs[0], x, axes, keep), _keep(dy, x, axes, keep)
     indicators = cast(equal(y, x), dy.dtype)
-    num_selected = reduce_sum(indicators, axis=list(axes), keepdims=True)
+    num_selected = reduce_sum(indicators, axis=None if axes is None else list(axes), keepdims=True)
     return [indicators / num_selected * dy]
 
 

@@ -125,16 +125,28 @@ def _(logits, labels):
     return [Spec(logits.dtype, TensorShape([shape[0].value])), Spec(logits.dtype, shape)]
 
 
+def _backprop_grad(logits, dbackprop):
+    """The gradient through backprop = softmax(logits) - labels, for logits (softmax's Jacobian)."""
+    sm = softmax(logits)
+    return (dbackprop - reduce_sum(dbackprop * sm, axis=-1, keepdims=True)) * sm
+
+
+def _add(a, b):
+    return b if a is None else a + b
+
+
 @SoftmaxCrossEntropyWithLogits.grad
 def _(op, dloss, dbackprop):
+    # Either output may get no gradient (None): a second derivative reaches backprop only.
     logits = op.inputs[0]
-    dloss = expand_dims(dloss, -1)
-    g_logits = dloss * op.outputs[1]
-    g_labels = dloss * -log_softmax(logits)
+    g_logits = g_labels = None
+    if dloss is not None:
+        dloss = expand_dims(dloss, -1)
+        g_logits = dloss * op.outputs[1]
+        g_labels = dloss * -log_softmax(logits)
     if dbackprop is not None:
-        sm = softmax(logits)
-        g_logits = g_logits + (dbackprop - reduce_sum(dbackprop * sm, axis=-1, keepdims=True)) * sm
-        g_labels = g_labels - dbackprop
+        g_logits = _add(g_logits, _backprop_grad(logits, dbackprop))
+        g_labels = _add(g_labels, -dbackprop)
     return [g_logits, g_labels]
 
 
@@ -155,10 +167,9 @@ def _(logits, labels):
 
 @SparseSoftmaxCrossEntropyWithLogits.grad
 def _(op, dloss, dbackprop):
-    g = expand_dims(dloss, -1) * op.outputs[1]
+    g = None if dloss is None else expand_dims(dloss, -1) * op.outputs[1]
     if dbackprop is not None:
-        sm = softmax(op.inputs[0])
-        g = g + (dbackprop - reduce_sum(dbackprop * sm, axis=-1, keepdims=True)) * sm
+        g = _add(g, _backprop_grad(op.inputs[0], dbackprop))
     return [g, None]
 
 
@@ -223,10 +234,22 @@ def l2_loss(t, name=None):
 
 
 def bias_add(value, bias, data_format=None, name=None):
-    """value + bias along the last dimension; bias must be a vector of that size."""
+    """value + bias along the channel dimension: the last one, or dimension 1 for data_format
+    "NCHW" (any "NC..." format); bias must be a vector of that size."""
     value, bias = convert_to_tensor(value), convert_to_tensor(bias)
     if bias.shape.ndims not in (None, 1):
         raise ValueError(f"BiasAdd: bias must be a vector, got shape {bias.shape}")
     if value.shape.ndims is not None and value.shape.ndims < 2:
         raise ValueError(f"BiasAdd: value must have rank >= 2, got shape {value.shape}")
+    channels_first = data_format is not None and data_format.startswith("NC")
+    if data_format not in (None, "NHWC", "N..C") and not channels_first:
+        raise ValueError(f"BiasAdd: unknown data_format {data_format!r} (expected NHWC or NCHW)")
+    if channels_first and value.shape.ndims is None:
+        raise ValueError(f"BiasAdd: data_format {data_format} needs value of known rank, got shape {value.shape}")
+    channels = value.shape[1 if channels_first else -1].value if value.shape.ndims is not None else None
+    if channels is not None and bias.shape.ndims == 1 and bias.shape[0].value not in (None, channels):
+        raise ValueError(f"BiasAdd: bias of shape {bias.shape} must have the size of dimension "
+                         f"{1 if channels_first else -1} of value {value.shape}")
+    if channels_first:
+        bias = reshape(bias, [-1] + [1] * (value.shape.ndims - 2))
     return math_ops.add(value, bias, name=name or "BiasAdd")

@@ -1,8 +1,8 @@
-"""Optimizer: compute_gradients / apply_gradients / minimize, as in TF1's tf.train.Optimizer."""
+"""Optimizer: compute_gradients / apply_gradients / minimize and slot variables, as TF1's
+tf.train.Optimizer. Subclasses give _create_slots and _apply_dense (one fused op per variable)."""
 from pygrad import gradients as _gradients
 from pygrad.graph import GraphKeys, Tensor, TensorLike, get_default_graph
 from pygrad.ops import array_ops, state_ops
-from pygrad.ops.training_ops import ApplyGradientDescent
 
 
 class Optimizer:
@@ -15,14 +15,19 @@ class Optimizer:
             raise ValueError("Must specify the optimizer name")
         self._use_locking = use_locking
         self._name = name
+        self._slots = {}  # slot name -> {variable: slot variable}
+        self._non_slots = {}  # (name, graph) -> variable
 
     def get_name(self):
         return self._name
 
+    # ---------------------------------------------------------------- the three steps
     def compute_gradients(self, loss, var_list=None, gate_gradients=GATE_OP, aggregation_method=None,
                           colocate_gradients_with_ops=False, grad_loss=None):
         """[(gradient, variable)] for var_list (default: the trainable variables); the gradient is
         None for a variable the loss does not depend on."""
+        if callable(loss) and not isinstance(loss, TensorLike):
+            loss = loss()
         if isinstance(loss, TensorLike) and not isinstance(loss, Tensor):
             loss = loss._as_graph_element()
         if var_list is None:
@@ -31,13 +36,13 @@ class Optimizer:
             var_list = list(var_list)
         if not var_list:
             raise ValueError("No variables to optimize.")
-        grads = _gradients.gradients(loss, [v._as_graph_element() if hasattr(v, "_as_graph_element") else v
-                                            for v in var_list], grad_ys=grad_loss)
+        grads = _gradients.gradients(loss, var_list, grad_ys=grad_loss)
         return list(zip(grads, var_list))
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         """An op applying each (gradient, variable) update; pairs whose gradient is None are skipped.
-        global_step, if given, is incremented once the updates are done."""
+        global_step, if given, is incremented once the updates are done. As in TF, the returned op
+        takes the name of the optimizer's scope ("Adam", "Adam_1", ...)."""
         grads_and_vars = list(grads_and_vars)
         if not grads_and_vars:
             raise ValueError("No variables provided.")
@@ -45,17 +50,22 @@ class Optimizer:
         if not pairs:
             raise ValueError(f"No gradients provided for any variable: {[v.name for _, v in grads_and_vars]}.")
         graph = get_default_graph()
-        with graph.name_scope(name or self._name):
+        with graph.name_scope(None):
+            self._create_slots([v for _, v in pairs])
+        with graph.name_scope(name or self._name) as scope:
             self._prepare()
             updates = []
             for g, v in pairs:
-                g = array_ops.convert_to_tensor(g, dtype=v.dtype)
+                g = array_ops.convert_to_tensor(g)
+                if g.dtype != v.dtype:
+                    raise TypeError(f"{self._name}: gradient for {v.name} has dtype {g.dtype.name}, the variable "
+                                    f"{v.dtype.name}")
                 with graph.name_scope("update_" + v.op.name):
                     updates.append(self._apply_dense(g, v))
             if global_step is None:
-                return state_ops.group(*updates, name=name or self._name)
-            with graph.control_dependencies(updates):
-                return state_ops.assign_add(global_step, 1, name=name or self._name).op
+                return self._finish(updates, scope)
+            with graph.control_dependencies([self._finish(updates, "update")]):
+                return state_ops.assign_add(global_step, 1, name=scope).op
 
     def minimize(self, loss, global_step=None, var_list=None, gate_gradients=GATE_OP, aggregation_method=None,
                  colocate_gradients_with_ops=False, name=None, grad_loss=None):
@@ -65,20 +75,54 @@ class Optimizer:
                              f"gradients, between variables {[v.name for _, v in grads_and_vars]} and loss {loss}.")
         return self.apply_gradients(grads_and_vars, global_step=global_step, name=name)
 
+    # ---------------------------------------------------------------- slots
+    def get_slot(self, var, name):
+        return self._slots.get(name, {}).get(var)
+
+    def get_slot_names(self):
+        return sorted(self._slots)
+
+    def variables(self):
+        out = [s for slots in self._slots.values() for s in slots.values()]
+        return out + list(self._non_slots.values())
+
+    def _slot(self, var, slot_name, initial_value, op_name):
+        """The slot variable `slot_name` of var, created as '<var>/<op_name>' on first use."""
+        slots = self._slots.setdefault(slot_name, {})
+        if var not in slots:
+            slots[var] = state_ops.Variable(initial_value, trainable=False, name=f"{var.op.name}/{op_name}")
+        return slots[var]
+
+    def _zeros_slot(self, var, slot_name, op_name):
+        return self._slot(var, slot_name, array_ops.zeros(var.shape, var.dtype), op_name)
+
+    def _non_slot(self, name, initial_value):
+        """A variable shared by all updates of this optimizer in a graph (Adam's beta powers)."""
+        key = (name, get_default_graph())
+        if key not in self._non_slots:
+            self._non_slots[key] = state_ops.Variable(initial_value, trainable=False, name=name)
+        return self._non_slots[key]
+
+    # ---------------------------------------------------------------- what subclasses give
+    def _create_slots(self, var_list):
+        pass
+
     def _prepare(self):
         pass
 
     def _apply_dense(self, grad, var):
         raise NotImplementedError(f"{type(self).__name__} must define _apply_dense")
 
+    def _finish(self, update_ops, name):
+        return state_ops.group(*update_ops, name=name)
 
-class GradientDescentOptimizer(Optimizer):
-    """var -= learning_rate * grad, one fused native pass per variable."""
+    # ---------------------------------------------------------------- helpers
+    @staticmethod
+    def _hyper(value, name):
+        """A hyperparameter as a tensor: a Python number becomes float32 (as in TF), a callable is called."""
+        value = value() if callable(value) else value
+        return array_ops.convert_to_tensor(value, name=name, preferred_dtype="float32")
 
-    def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
-        super().__init__(use_locking, name)
-        self._learning_rate = learning_rate
-
-    def _apply_dense(self, grad, var):
-        lr = array_ops.convert_to_tensor(self._learning_rate, dtype=var.dtype, name="learning_rate")
-        return ApplyGradientDescent(var._as_graph_element(), lr, grad, name="ApplyGradientDescent")
+    @staticmethod
+    def _for(t, var):
+        return array_ops.cast(t, var.dtype)

@@ -1,0 +1,276 @@
+// 2-D convolution, NHWC, as im2col plus BLAS gemm (scipy-openblas32 cblas, symbols prefixed scipy_).
+//
+// Layouts, all contiguous row-major: input x [N, H, W, C], filter w [KH, KW, C, O] (HWIO), output
+// y [N, OH, OW, O]. Output position (oh, ow) reads the window whose top-left input position is
+// (oh * sh - pad_top, ow * sw - pad_left); positions outside the input read as zero. Python computes
+// pad_top/pad_left (TensorFlow's SAME or VALID rule); the bottom/right padding is whatever the
+// output size implies, and the builders check that every window overlaps the input.
+//
+// The patch matrix of a set of images has one row per output position, m = (n, oh, ow), and one
+// column per filter tap, k = (kh, kw, c): cols[m, k] = x[n, oh*sh - pt + kh, ow*sw - pl + kw, c].
+// Its columns are ordered like the rows of w viewed as a [K, O] matrix (K = KH*KW*C), so
+//   y = cols @ w,   dcols = dy @ w^T (then dx sums dcols back over the taps),   dw = cols^T @ dy.
+// The batch is processed in chunks of whole images whose patch matrix fits a budget (at least one
+// image), in a thread-local, grow-only scratch buffer of the calling thread. im2col runs in
+// parallel over image rows, the sum back (col2im) over images; the gemm parallelizes inside the BLAS. Every output
+// element is computed in an order fixed by the shapes alone (chunking never depends on the thread
+// count), so results are deterministic. When the patch matrix is the input itself (1x1 filter,
+// stride 1, no padding; or a filter covering the whole input with one output position), there is
+// no im2col and no scratch: one gemm over the batch.
+//
+// Aliasing: no output may share memory with an input.
+#include <cblas.h>
+
+#include <algorithm>
+#include <memory>
+#include <cstdlib>  // TEMP
+
+#include "pg/parallel.h"
+#include "runtime/kernel.h"
+
+namespace pg {
+namespace {
+
+static const int64_t kScratchBytes = std::getenv("PG_CONV_SCRATCH") ? std::atoll(std::getenv("PG_CONV_SCRATCH")) : (int64_t{4} << 20);  // TEMP
+constexpr int64_t kGrain = 16384;                    // elements per parallel chunk of im2col / col2im
+
+inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                 int64_t ldb, float beta, float* c) {
+  scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
+                    int(k), 1.0f, a, int(lda), b, int(ldb), beta, c, int(n));
+}
+inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
+                 int64_t ldb, double beta, double* c) {
+  scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
+                    int(k), 1.0, a, int(lda), b, int(ldb), beta, c, int(n));
+}
+
+// n elements of T owned by the calling thread; grows, never shrinks, never initialized.
+template <class T> T* thread_scratch(int64_t n) {
+  thread_local std::unique_ptr<T[]> buf;
+  thread_local int64_t capacity = 0;
+  if (capacity < n) {
+    buf.reset(new T[size_t(n)]);
+    capacity = n;
+  }
+  return buf.get();
+}
+
+// dst[0, n) = src[0, n) (or 0). Written in blocks of 8 so the compiler inlines and vectorizes them
+// instead of calling memmove/memset: im2col's runs are short (KW * C values, 5 for a 5x5 filter
+// on one channel) and a library call per run costs more than the copy.
+template <class T> inline void copy_run(const T* src, int64_t n, T* dst) {
+  std::copy(src, src + n, dst);
+}
+template <class T> inline void zero_run(int64_t n, T* dst) {
+  if (n > 0) std::fill(dst, dst + n, T(0));
+}
+
+struct ConvGeom {
+  int64_t n, h, w, c;    // input
+  int64_t kh, kw, o;     // filter (its in_channels is c)
+  int64_t oh, ow;        // output
+  int64_t sh, sw, pt, pl;
+  int64_t taps() const { return kh * kw * c; }  // K, the patch length
+  int64_t positions() const { return oh * ow; }  // patch rows per image
+  // True when cols == x viewed as [n * oh * ow, K]: no im2col needed.
+  bool patches_are_input() const {
+    const bool pointwise = kh == 1 && kw == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0;
+    const bool whole = kh == h && kw == w && oh == 1 && ow == 1 && pt == 0 && pl == 0;
+    return pointwise || whole;
+  }
+  // Images per chunk: as many as fit kScratchBytes, at least one.
+  int64_t chunk_images(int64_t elem_size) const {
+    const int64_t per_image = std::max<int64_t>(1, positions() * taps() * elem_size);
+    return std::clamp<int64_t>(kScratchBytes / per_image, 1, std::max<int64_t>(n, 1));
+  }
+};
+
+// Patch rows of image rows (n, oh) in [lo, hi), written from row (first_n * oh) of cols on.
+template <class T> void im2col(const T* x, const ConvGeom& g, int64_t first_n, int64_t lo, int64_t hi, T* cols) {
+  const int64_t K = g.taps(), span = g.kw * g.c;
+  for (int64_t line = lo; line < hi; ++line) {
+    const int64_t n = line / g.oh, oh = line % g.oh;
+    T* row = cols + (line - first_n * g.oh) * g.ow * K;
+    for (int64_t ow = 0; ow < g.ow; ++ow, row += K) {
+      const int64_t iw0 = ow * g.sw - g.pl;
+      const int64_t kw_lo = std::clamp<int64_t>(-iw0, 0, g.kw), kw_hi = std::clamp<int64_t>(g.w - iw0, kw_lo, g.kw);
+      for (int64_t kh = 0; kh < g.kh; ++kh) {
+        T* dst = row + kh * span;
+        const int64_t ih = oh * g.sh - g.pt + kh;
+        if (ih < 0 || ih >= g.h) {
+          zero_run(span, dst);
+          continue;
+        }
+        zero_run(kw_lo * g.c, dst);
+        copy_run(x + ((n * g.h + ih) * g.w + iw0 + kw_lo) * g.c, (kw_hi - kw_lo) * g.c, dst + kw_lo * g.c);
+        zero_run(span - kw_hi * g.c, dst + kw_hi * g.c);
+      }
+    }
+  }
+}
+
+// The adjoint of im2col: images [lo, hi) of dx (zeroed first) get every patch entry of dcols (rows
+// from first_n * oh * ow on) added back where im2col read it. Per image the patches are visited in
+// row order and each tap row adds one contiguous run of KW * C values, so the order is fixed.
+template <class T> void col2im(const T* dcols, const ConvGeom& g, int64_t first_n, int64_t lo, int64_t hi, T* dx) {
+  const int64_t K = g.taps(), span = g.kw * g.c, image = g.h * g.w * g.c;
+  for (int64_t n = lo; n < hi; ++n) {
+    T* img = dx + n * image;
+    std::fill(img, img + image, T(0));
+    const T* row = dcols + (n - first_n) * g.positions() * K;
+    for (int64_t oh = 0; oh < g.oh; ++oh)
+      for (int64_t ow = 0; ow < g.ow; ++ow, row += K) {
+        const int64_t iw0 = ow * g.sw - g.pl;
+        const int64_t kw_lo = std::clamp<int64_t>(-iw0, 0, g.kw), kw_hi = std::clamp<int64_t>(g.w - iw0, kw_lo, g.kw);
+        for (int64_t kh = 0; kh < g.kh; ++kh) {
+          const int64_t ih = oh * g.sh - g.pt + kh;
+          if (ih < 0 || ih >= g.h) continue;
+          const T* src = row + kh * span + kw_lo * g.c;
+          T* dst = img + (ih * g.w + iw0 + kw_lo) * g.c;
+          for (int64_t i = 0, len = (kw_hi - kw_lo) * g.c; i < len; ++i) dst[i] += src[i];
+        }
+      }
+  }
+}
+
+// Calls fn(first image, image count, patch matrix of those images) for each chunk of the batch,
+// in order; the matrix is built in parallel (or is x itself, see patches_are_input).
+template <class T, class F> void for_each_chunk(const T* x, const ConvGeom& g, F fn) {
+  if (g.patches_are_input()) {
+    fn(int64_t{0}, g.n, x);
+    return;
+  }
+  const int64_t per = g.chunk_images(sizeof(T));
+  T* cols = thread_scratch<T>(per * g.positions() * g.taps());
+  const int64_t line_work = std::max<int64_t>(1, g.ow * g.taps());
+  for (int64_t n0 = 0; n0 < g.n; n0 += per) {
+    const int64_t nc = std::min(per, g.n - n0);
+    parallel_for(nc * g.oh, std::max<int64_t>(1, kGrain / line_work), [&](int64_t lo, int64_t hi) {
+      im2col(x, g, n0, n0 * g.oh + lo, n0 * g.oh + hi, cols);
+    });
+    fn(n0, nc, static_cast<const T*>(cols));
+  }
+}
+
+}  // namespace
+
+// y = conv(x, w): y[n, oh, ow, o] = sum_{kh, kw, c} x[n, oh*sh - pt + kh, ow*sw - pl + kw, c] * w[kh, kw, c, o].
+template <class T> void conv2d_fwd(ConstView<T> x, ConstView<T> w, View<T> y, const ConvGeom& g) {
+  if (y.size() == 0) return;
+  if (g.taps() == 0) {
+    std::fill(y.data, y.data + y.size(), T(0));
+    return;
+  }
+  const int64_t K = g.taps(), rows = g.positions();
+  for_each_chunk(x.data, g, [&](int64_t n0, int64_t nc, const T* cols) {
+    gemm(false, false, nc * rows, g.o, K, cols, K, w.data, g.o, T(0), y.data + n0 * rows * g.o);
+  });
+}
+
+// dx = d(sum(dy * y)) / dx: dcols = dy @ w^T, then dx[n, ih, iw, c] sums dcols over the taps that
+// read (ih, iw) (col2im). Computed chunk by chunk; every element of dx is written (zero where no tap
+// reads it).
+template <class T> void conv2d_bwd_input(ConstView<T> w, ConstView<T> dy, View<T> dx, const ConvGeom& g) {
+  if (dx.size() == 0) return;
+  const int64_t K = g.taps(), rows = g.positions();
+  if (g.o == 0 || rows == 0) {
+    std::fill(dx.data, dx.data + dx.size(), T(0));
+    return;
+  }
+  if (g.patches_are_input()) {  // dcols is dx itself
+    gemm(false, true, g.n * rows, K, g.o, dy.data, g.o, w.data, g.o, T(0), dx.data);
+    return;
+  }
+  const int64_t per = g.chunk_images(sizeof(T));
+  T* dcols = thread_scratch<T>(per * rows * K);
+  for (int64_t n0 = 0; n0 < g.n; n0 += per) {
+    const int64_t nc = std::min(per, g.n - n0);
+    gemm(false, true, nc * rows, K, g.o, dy.data + n0 * rows * g.o, g.o, w.data, g.o, T(0), dcols);
+    parallel_for(nc, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, rows * K)), [&](int64_t lo, int64_t hi) {
+      col2im(static_cast<const T*>(dcols), g, n0, n0 + lo, n0 + hi, dx.data);
+    });
+  }
+}
+
+// dw = d(sum(dy * y)) / dw = sum over chunks of cols^T @ dy, accumulated chunk after chunk in the
+// gemm (beta = 1), so the summation order over the batch is fixed.
+template <class T> void conv2d_bwd_filter(ConstView<T> x, ConstView<T> dy, View<T> dw, const ConvGeom& g) {
+  if (dw.size() == 0) return;
+  const int64_t K = g.taps(), rows = g.positions();
+  if (g.n * rows == 0) {
+    std::fill(dw.data, dw.data + dw.size(), T(0));
+    return;
+  }
+  for_each_chunk(x.data, g, [&](int64_t n0, int64_t nc, const T* cols) {
+    gemm(true, false, K, g.o, nc * rows, cols, K, dy.data + n0 * rows * g.o, g.o, T(n0 == 0 ? 0 : 1), dw.data);
+  });
+}
+
+// ---- builders ----
+
+namespace {
+
+// Checks the operands' ranks and agreement and the attributes strides [sh, sw], pad_top, pad_left;
+// x, w, y are the shapes of the forward input, filter and output, whichever operands hold them.
+ConvGeom check_conv_call(const KernelCall& c, const Shape& x, const Shape& w, const Shape& y) {
+  const char* op = c.kernel.c_str();
+  expect_same_dtype(c);
+  PG_CHECK(x.ndim == 4 && w.ndim == 4 && y.ndim == 4, op,
+           "input, filter and output must be 4-D (NHWC, HWIO, NHWC), got input: %s, filter: %s and output: %s",
+           x.str().c_str(), w.str().c_str(), y.str().c_str());
+  PG_CHECK(x[3] == w[2], op, "input depth must equal filter in_channels, got input: %s and filter: %s (%lld != %lld)",
+           x.str().c_str(), w.str().c_str(), (long long)x[3], (long long)w[2]);
+  PG_CHECK(y[0] == x[0] && y[3] == w[3], op,
+           "output must be [batch, out_h, out_w, out_channels] = [%lld, ?, ?, %lld], got %s", (long long)x[0],
+           (long long)w[3], y.str().c_str());
+  const std::vector<int64_t>& s = c.attrs.ints("strides", op);
+  PG_CHECK(s.size() == 2 && s[0] >= 1 && s[1] >= 1, op, "strides must be two positive ints [sh, sw]");
+  ConvGeom g{x[0], x[1], x[2], x[3], w[0], w[1], w[3], y[1], y[2], s[0], s[1], c.attrs.i("pad_top", op),
+             c.attrs.i("pad_left", op)};
+  PG_CHECK(g.kh >= 1 && g.kw >= 1, op, "filter height and width must be positive, got filter: %s", w.str().c_str());
+  // Every window starts before the input ends and ends after it starts.
+  PG_CHECK(g.pt >= 0 && g.pt < g.kh && (g.oh == 0 || (g.h > 0 && (g.oh - 1) * g.sh - g.pt < g.h)), op,
+           "pad_top %lld and %lld output rows do not fit input height %lld with filter height %lld, stride %lld",
+           (long long)g.pt, (long long)g.oh, (long long)g.h, (long long)g.kh, (long long)g.sh);
+  PG_CHECK(g.pl >= 0 && g.pl < g.kw && (g.ow == 0 || (g.w > 0 && (g.ow - 1) * g.sw - g.pl < g.w)), op,
+           "pad_left %lld and %lld output columns do not fit input width %lld with filter width %lld, stride %lld",
+           (long long)g.pl, (long long)g.ow, (long long)g.w, (long long)g.kw, (long long)g.sw);
+  const int64_t limit = int64_t{1} << 31, rows = g.patches_are_input() ? g.n * g.positions() : g.positions();
+  PG_CHECK(g.taps() < limit && g.o < limit && rows < limit, op, "dimensions beyond 2^31 are not supported by the BLAS");
+  return g;
+}
+
+}  // namespace
+
+Step build_conv2d_fwd(const KernelCall& c) {
+  expect_arity(c, 2, 1);
+  const Operand x = c.in[0], w = c.in[1], y = c.out[0];
+  const ConvGeom g = check_conv_call(c, x.shape, w.shape, y.shape);
+  return dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+    using T = decltype(t);
+    return [=](Frame& f) { conv2d_fwd<T>(cview<T>(f, x), cview<T>(f, w), view<T>(f, y), g); };
+  });
+}
+
+Step build_conv2d_bwd_input(const KernelCall& c) {
+  expect_arity(c, 2, 1);
+  const Operand w = c.in[0], dy = c.in[1], dx = c.out[0];
+  const ConvGeom g = check_conv_call(c, dx.shape, w.shape, dy.shape);
+  return dispatch_float(w.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+    using T = decltype(t);
+    return [=](Frame& f) { conv2d_bwd_input<T>(cview<T>(f, w), cview<T>(f, dy), view<T>(f, dx), g); };
+  });
+}
+
+Step build_conv2d_bwd_filter(const KernelCall& c) {
+  expect_arity(c, 2, 1);
+  const Operand x = c.in[0], dy = c.in[1], dw = c.out[0];
+  const ConvGeom g = check_conv_call(c, x.shape, dw.shape, dy.shape);
+  return dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+    using T = decltype(t);
+    return [=](Frame& f) { conv2d_bwd_filter<T>(cview<T>(f, x), cview<T>(f, dy), view<T>(f, dw), g); };
+  });
+}
+
+}  // namespace pg

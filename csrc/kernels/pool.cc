@@ -1,0 +1,223 @@
+// 2-D max and average pooling, NHWC, with their gradients, by direct loops.
+//
+// Layouts, all contiguous row-major: x [N, H, W, C], y [N, OH, OW, C]. Output position (oh, ow)
+// pools the window of ksize [kh, kw] whose top-left input position is (oh * sh - pad_top,
+// ow * sw - pad_left). Positions outside the input are padding: they never win a max (they act as
+// -inf) and are not counted by the average (TensorFlow's AvgPool divides by the number of valid
+// positions in each window). Python computes pad_top/pad_left (TensorFlow's SAME or VALID rule);
+// the builders check that every window holds at least one input position.
+//
+// Work is split over output rows (forward, average backward) or over images (max backward), and
+// each output element is computed in a fixed order, so results do not depend on the thread count.
+// Aliasing: no output may share memory with an input.
+#include <algorithm>
+
+#include "pg/parallel.h"
+#include "runtime/kernel.h"
+
+namespace pg {
+namespace {
+
+constexpr int64_t kGrain = 16384;  // elements read per parallel chunk
+
+struct PoolGeom {
+  int64_t n, h, w, c;  // input (and the output's batch and channels)
+  int64_t oh, ow;      // output
+  int64_t kh, kw, sh, sw, pt, pl;
+  // The valid input rows [lo, hi) of output row oh; never empty (checked by the builders).
+  int64_t row_lo(int64_t oh_) const { return std::max<int64_t>(oh_ * sh - pt, 0); }
+  int64_t row_hi(int64_t oh_) const { return std::min(oh_ * sh - pt + kh, h); }
+  int64_t col_lo(int64_t ow_) const { return std::max<int64_t>(ow_ * sw - pl, 0); }
+  int64_t col_hi(int64_t ow_) const { return std::min(ow_ * sw - pl + kw, w); }
+  // Grain in output rows for loops that read a window per output element.
+  int64_t line_grain() const { return std::max<int64_t>(1, kGrain / std::max<int64_t>(1, ow * kh * kw * c)); }
+};
+
+// The max rule shared by forward and backward: v replaces the best m when it is larger, or when it
+// is the first NaN; so the FIRST maximum in scan order wins, and a NaN, once met, stays.
+template <class T> bool beats(T v, T m) { return v > m || (v != v && m == m); }
+
+}  // namespace
+
+// y[n, oh, ow, c] = max of x[n, ih, iw, c] over the valid positions (ih, iw) of the window.
+// A NaN in the window gives NaN.
+template <class T> void max_pool_fwd(ConstView<T> x, View<T> y, const PoolGeom& g) {
+  parallel_for(g.n * g.oh, g.line_grain(), [&](int64_t lo, int64_t hi) {
+    for (int64_t line = lo; line < hi; ++line) {
+      const int64_t n = line / g.oh, oh = line % g.oh;
+      const int64_t h0 = g.row_lo(oh), h1 = g.row_hi(oh);
+      for (int64_t ow = 0; ow < g.ow; ++ow) {
+        T* out = y.data + (line * g.ow + ow) * g.c;
+        const int64_t w0 = g.col_lo(ow), w1 = g.col_hi(ow);
+        const T* first = x.data + ((n * g.h + h0) * g.w + w0) * g.c;
+        std::copy(first, first + g.c, out);
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = ih == h0 ? w0 + 1 : w0; iw < w1; ++iw) {
+            const T* in = x.data + ((n * g.h + ih) * g.w + iw) * g.c;
+            for (int64_t c = 0; c < g.c; ++c) out[c] = beats(in[c], out[c]) ? in[c] : out[c];
+          }
+      }
+    }
+  });
+}
+
+// dx[n, ih, iw, c] = sum of dy[n, oh, ow, c] over the windows whose FIRST maximum (in row-major scan
+// order of the window, as TensorFlow's MaxPoolGrad) is at (ih, iw); zero elsewhere. The maxima are
+// recomputed from x with the forward's rule; y is only checked for its shape by the builder.
+template <class T> void max_pool_bwd(ConstView<T> x, ConstView<T> dy, View<T> dx, const PoolGeom& g) {
+  const int64_t image = g.h * g.w * g.c, work = std::max<int64_t>(1, g.oh * g.ow * g.kh * g.kw * g.c);
+  parallel_for(g.n, std::max<int64_t>(1, kGrain / work), [&](int64_t lo, int64_t hi) {
+    for (int64_t n = lo; n < hi; ++n) {
+      const T* xn = x.data + n * image;
+      T* dxn = dx.data + n * image;
+      std::fill(dxn, dxn + image, T(0));
+      for (int64_t oh = 0; oh < g.oh; ++oh) {
+        const int64_t h0 = g.row_lo(oh), h1 = g.row_hi(oh);
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          const int64_t w0 = g.col_lo(ow), w1 = g.col_hi(ow);
+          const T* d = dy.data + ((n * g.oh + oh) * g.ow + ow) * g.c;
+          for (int64_t c = 0; c < g.c; ++c) {
+            int64_t best = (h0 * g.w + w0) * g.c + c;
+            for (int64_t ih = h0; ih < h1; ++ih)
+              for (int64_t iw = w0; iw < w1; ++iw) {
+                const int64_t at = (ih * g.w + iw) * g.c + c;
+                if (beats(xn[at], xn[best])) best = at;
+              }
+            dxn[best] += d[c];
+          }
+        }
+      }
+    }
+  });
+}
+
+// y[n, oh, ow, c] = the sum of x[n, ih, iw, c] over the valid positions of the window, divided by
+// their count.
+template <class T> void avg_pool_fwd(ConstView<T> x, View<T> y, const PoolGeom& g) {
+  parallel_for(g.n * g.oh, g.line_grain(), [&](int64_t lo, int64_t hi) {
+    for (int64_t line = lo; line < hi; ++line) {
+      const int64_t n = line / g.oh, oh = line % g.oh;
+      const int64_t h0 = g.row_lo(oh), h1 = g.row_hi(oh);
+      for (int64_t ow = 0; ow < g.ow; ++ow) {
+        T* out = y.data + (line * g.ow + ow) * g.c;
+        const int64_t w0 = g.col_lo(ow), w1 = g.col_hi(ow);
+        std::fill(out, out + g.c, T(0));
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) {
+            const T* in = x.data + ((n * g.h + ih) * g.w + iw) * g.c;
+            for (int64_t c = 0; c < g.c; ++c) out[c] += in[c];
+          }
+        const T count = T((h1 - h0) * (w1 - w0));
+        for (int64_t c = 0; c < g.c; ++c) out[c] /= count;
+      }
+    }
+  });
+}
+
+// dx[n, ih, iw, c] = sum over the windows (oh, ow) holding (ih, iw) of dy[n, oh, ow, c] / count(oh, ow),
+// gathered per input element in increasing (oh, ow). dx's shape is the forward input's.
+template <class T> void avg_pool_bwd(ConstView<T> dy, View<T> dx, const PoolGeom& g) {
+  // Output rows whose window holds input row i: oh * sh - pt <= i < oh * sh - pt + kh.
+  auto first_out = [](int64_t i, int64_t pad, int64_t k, int64_t s) {
+    const int64_t t = i + pad - k + 1;
+    return t <= 0 ? int64_t{0} : (t + s - 1) / s;
+  };
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, g.w * g.c * g.kh * g.kw / (g.sh * g.sw)));
+  parallel_for(g.n * g.h, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t line = lo; line < hi; ++line) {
+      const int64_t n = line / g.h, ih = line % g.h;
+      const int64_t oh0 = first_out(ih, g.pt, g.kh, g.sh), oh1 = std::min(g.oh, (ih + g.pt) / g.sh + 1);
+      for (int64_t iw = 0; iw < g.w; ++iw) {
+        T* out = dx.data + (line * g.w + iw) * g.c;
+        std::fill(out, out + g.c, T(0));
+        const int64_t ow0 = first_out(iw, g.pl, g.kw, g.sw), ow1 = std::min(g.ow, (iw + g.pl) / g.sw + 1);
+        for (int64_t oh = oh0; oh < oh1; ++oh)
+          for (int64_t ow = ow0; ow < ow1; ++ow) {
+            const T scale = T(1) / T((g.row_hi(oh) - g.row_lo(oh)) * (g.col_hi(ow) - g.col_lo(ow)));
+            const T* d = dy.data + ((n * g.oh + oh) * g.ow + ow) * g.c;
+            for (int64_t c = 0; c < g.c; ++c) out[c] += d[c] * scale;
+          }
+      }
+    }
+  });
+}
+
+// ---- builders ----
+
+namespace {
+
+// Checks x and y (the forward input and output shapes, whichever operands hold them), the dtypes
+// and the attributes ksize [kh, kw], strides [sh, sw], pad_top and pad_left.
+PoolGeom check_pool_call(const KernelCall& c, const Shape& x, const Shape& y) {
+  const char* op = c.kernel.c_str();
+  expect_same_dtype(c);
+  PG_CHECK(x.ndim == 4 && y.ndim == 4, op, "input and output must be 4-D (NHWC), got input: %s and output: %s",
+           x.str().c_str(), y.str().c_str());
+  PG_CHECK(y[0] == x[0] && y[3] == x[3], op, "output must be [%lld, ?, ?, %lld] like input %s, got %s",
+           (long long)x[0], (long long)x[3], x.str().c_str(), y.str().c_str());
+  const std::vector<int64_t>& k = c.attrs.ints("ksize", op);
+  const std::vector<int64_t>& s = c.attrs.ints("strides", op);
+  PG_CHECK(k.size() == 2 && k[0] >= 1 && k[1] >= 1, op, "ksize must be two positive ints [kh, kw]");
+  PG_CHECK(s.size() == 2 && s[0] >= 1 && s[1] >= 1, op, "strides must be two positive ints [sh, sw]");
+  PoolGeom g{x[0], x[1], x[2], x[3], y[1], y[2], k[0], k[1], s[0], s[1], c.attrs.i("pad_top", op),
+             c.attrs.i("pad_left", op)};
+  // Every window holds an input position: it starts before the input ends and ends after it starts.
+  PG_CHECK(g.pt >= 0 && g.pt < g.kh && (g.oh == 0 || (g.h > 0 && (g.oh - 1) * g.sh - g.pt < g.h)), op,
+           "pad_top %lld and %lld output rows do not fit input height %lld with window height %lld, stride %lld",
+           (long long)g.pt, (long long)g.oh, (long long)g.h, (long long)g.kh, (long long)g.sh);
+  PG_CHECK(g.pl >= 0 && g.pl < g.kw && (g.ow == 0 || (g.w > 0 && (g.ow - 1) * g.sw - g.pl < g.w)), op,
+           "pad_left %lld and %lld output columns do not fit input width %lld with window width %lld, stride %lld",
+           (long long)g.pl, (long long)g.ow, (long long)g.w, (long long)g.kw, (long long)g.sw);
+  return g;
+}
+
+void expect_same_shape(const char* op, const char* what, const Shape& got, const char* like, const Shape& want) {
+  PG_CHECK(got == want, op, "%s must have the shape of %s %s, got %s", what, like, want.str().c_str(),
+           got.str().c_str());
+}
+
+}  // namespace
+
+Step build_max_pool_fwd(const KernelCall& c) {
+  expect_arity(c, 1, 1);
+  const Operand x = c.in[0], y = c.out[0];
+  const PoolGeom g = check_pool_call(c, x.shape, y.shape);
+  return dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+    using T = decltype(t);
+    return [=](Frame& f) { max_pool_fwd<T>(cview<T>(f, x), view<T>(f, y), g); };
+  });
+}
+
+Step build_max_pool_bwd(const KernelCall& c) {
+  expect_arity(c, 3, 1);
+  const Operand x = c.in[0], y = c.in[1], dy = c.in[2], dx = c.out[0];
+  const PoolGeom g = check_pool_call(c, x.shape, y.shape);
+  expect_same_shape(c.kernel.c_str(), "dy", dy.shape, "y", y.shape);
+  expect_same_shape(c.kernel.c_str(), "dx", dx.shape, "x", x.shape);
+  return dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+    using T = decltype(t);
+    return [=](Frame& f) { max_pool_bwd<T>(cview<T>(f, x), cview<T>(f, dy), view<T>(f, dx), g); };
+  });
+}
+
+Step build_avg_pool_fwd(const KernelCall& c) {
+  expect_arity(c, 1, 1);
+  const Operand x = c.in[0], y = c.out[0];
+  const PoolGeom g = check_pool_call(c, x.shape, y.shape);
+  return dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+    using T = decltype(t);
+    return [=](Frame& f) { avg_pool_fwd<T>(cview<T>(f, x), view<T>(f, y), g); };
+  });
+}
+
+Step build_avg_pool_bwd(const KernelCall& c) {
+  expect_arity(c, 1, 1);
+  const Operand dy = c.in[0], dx = c.out[0];
+  const PoolGeom g = check_pool_call(c, dx.shape, dy.shape);
+  return dispatch_float(dy.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+    using T = decltype(t);
+    return [=](Frame& f) { avg_pool_bwd<T>(cview<T>(f, dy), view<T>(f, dx), g); };
+  });
+}
+
+}  // namespace pg

@@ -1,0 +1,107 @@
+// Random numbers from Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3"),
+// a counter-based generator: element i of a draw depends only on (key, counter + i), so a draw
+// is the same for any thread count, and the generator's whole state is one int64 counter that
+// the session keeps like a variable.
+#include <cmath>
+#include <cstring>
+
+#include "pg/parallel.h"
+#include "runtime/kernel.h"
+
+namespace pg {
+
+namespace {
+
+struct Philox {
+  uint32_t k0, k1;
+  // Four 32-bit random words for counter (c0, c1, c2, c3).
+  void operator()(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t out[4]) const {
+    uint32_t key0 = k0, key1 = k1;
+    for (int r = 0; r < 10; ++r) {
+      const uint64_t p0 = uint64_t(0xD2511F53u) * c0, p1 = uint64_t(0xCD9E8D57u) * c2;
+      const uint32_t n0 = uint32_t(p1 >> 32) ^ c1 ^ key0, n2 = uint32_t(p0 >> 32) ^ c3 ^ key1;
+      c1 = uint32_t(p1);
+      c3 = uint32_t(p0);
+      c0 = n0;
+      c2 = n2;
+      key0 += 0x9E3779B9u;
+      key1 += 0xBB67AE85u;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+  }
+};
+
+// Uniform in [0, 1) from 32 random bits (float) or 53 bits from two words (double).
+template <class T> T uniform01(const uint32_t* w);
+template <> float uniform01<float>(const uint32_t* w) { return float(w[0] >> 8) * (1.0f / 16777216.0f); }
+template <> double uniform01<double>(const uint32_t* w) {
+  const uint64_t bits = (uint64_t(w[0]) << 21) ^ (w[1] >> 11);
+  return double(bits & ((uint64_t(1) << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
+// A standard normal from four words (Box-Muller on two uniforms in (0, 1]).
+template <class T> T normal(const uint32_t* w) {
+  const double u1 = 1.0 - uniform01<double>(w), u2 = uniform01<double>(w + 2);
+  return T(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+}
+
+}  // namespace
+
+enum class Distribution { uniform, normal, truncated_normal };
+
+// y[i] = a draw of `dist` for element i: uniform in [0, 1), standard normal, or standard normal
+// redrawn until |x| <= 2 (TF's truncated_normal). Element i uses counters (base + i, attempt);
+// the caller advances the counter by y.size() after the draw.
+template <class T> void random_fwd(Distribution dist, uint32_t seed0, uint32_t seed1, int64_t base, View<T> y) {
+  const Philox philox{seed0, seed1};
+  parallel_for(y.size(), 1 << 14, [&](int64_t b, int64_t e) {
+    uint32_t w[4];
+    for (int64_t i = b; i < e; ++i) {
+      const uint64_t c = uint64_t(base + i);
+      for (uint32_t attempt = 0;; ++attempt) {
+        philox(uint32_t(c), uint32_t(c >> 32), attempt, 0x5eedu, w);
+        if (dist == Distribution::uniform) {
+          y.data[i] = uniform01<T>(w);
+          break;
+        }
+        const T x = normal<T>(w);
+        if (dist == Distribution::normal || std::fabs(x) <= T(2)) {
+          y.data[i] = x;
+          break;
+        }
+      }
+    }
+  });
+}
+
+Step build_random_fwd(const KernelCall& c) {
+  expect_arity(c, 1, 1);
+  const char* op = "random_fwd";
+  const Operand counter = c.in[0], y = c.out[0];
+  expect_dtype(c, counter, DType::i64, "the counter");
+  PG_CHECK(counter.shape.numel() == 1, op, "the counter must hold one value, got shape %s", counter.shape.str().c_str());
+  const std::string& name = c.attrs.s("distribution", op);
+  Distribution dist;
+  if (name == "uniform")
+    dist = Distribution::uniform;
+  else if (name == "normal")
+    dist = Distribution::normal;
+  else if (name == "truncated_normal")
+    dist = Distribution::truncated_normal;
+  else
+    throw ShapeError(format_error(op, "unknown distribution '%s'", name.c_str()));
+  const uint32_t s0 = uint32_t(c.attrs.i("seed", op)), s1 = uint32_t(c.attrs.i("seed2", op));
+  return dispatch_float(y.dtype, op, [&](auto tag) -> Step {
+    using T = decltype(tag);
+    return [=](Frame& f) {
+      int64_t* ctr = view<int64_t>(f, counter).data;
+      random_fwd<T>(dist, s0, s1, *ctr, view<T>(f, y));
+      *ctr += y.shape.numel();
+    };
+  });
+}
+
+}  // namespace pg

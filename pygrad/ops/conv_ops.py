@@ -1,0 +1,332 @@
+"""Convolution and pooling (tf.nn.conv2d, max_pool, avg_pool), NHWC, with their gradients.
+
+Padding follows TensorFlow. VALID: no padding, out = ceil((in - k + 1) / stride). SAME:
+out = ceil(in / stride), pad_total = max((out - 1) * stride + k - in, 0), pad_total // 2 before
+(top/left) and the rest after (bottom/right). The kernels take the stride and the padding before;
+native_attrs computes it from the concrete shapes.
+
+TF's gradient ops take the forward input's or the filter's shape as an int vector (input_sizes,
+filter_sizes). Here they take the tensor itself, read for its shape only (ignores_input_values),
+so the shapes stay static where the forward's are, batch None included.
+"""
+import numbers
+
+from pygrad.ops.array_ops import convert_n_same_dtype, convert_to_tensor
+from pygrad.ops.math_ops import FLOATS, _check_dtype
+from pygrad.registry import OpDef, Spec, fail, fail_dtype
+from pygrad.shapes import TensorShape
+
+_PADDINGS = ("SAME", "VALID")
+
+
+# ---------------------------------------------------------------- windows, shared by conv and pool
+
+
+def _check_window_attrs(strides, padding, data_format, ksize=None):
+    if data_format != "NHWC":
+        fail(f"data_format must be 'NHWC', got {data_format!r} (pygrad's CPU kernels are NHWC only)")
+    if not isinstance(padding, str) or padding not in _PADDINGS:
+        fail(f"padding must be 'SAME' or 'VALID', got {padding!r}")
+    for what, v in (("strides", strides), ("ksize", ksize)):
+        if v is None and what == "ksize":
+            continue
+        if len(v) != 4 or v[0] != 1 or v[3] != 1:
+            fail(f"{what} must be [1, {what[0]}h, {what[0]}w, 1] (none over the batch or the channels), got {list(v)}")
+        if v[1] < 1 or v[2] < 1:
+            fail(f"{what} must be positive, got {list(v)}")
+
+
+def _out_size(size, k, stride, padding):
+    """The output length of one spatial dimension (None if size is)."""
+    if padding == "SAME":
+        return None if size is None else -(-size // stride)
+    if size is None or k is None:
+        return None
+    return -(-(size - k + 1) // stride)
+
+
+def _pad_before(size, k, stride, padding):
+    """TF's padding at the top (left) of one spatial dimension."""
+    if padding == "VALID":
+        return 0
+    out = -(-size // stride)
+    return max((out - 1) * stride + k - size, 0) // 2
+
+
+def _window_out(x, k, strides, padding, what):
+    """[N, OH, OW] of a window of size k [kh, kw] moved over x [N, H, W, C] (static, None-aware)."""
+    _, h, w, _ = x.shape.dims or (None,) * 4
+    for size, ki, dim in ((h, k[0], "height"), (w, k[1], "width")):
+        if padding == "VALID" and size is not None and ki is not None and size < ki:
+            fail(f"with VALID padding the {what} must fit in the input, got input: {x.shape} and {what} {dim} "
+                 f"{ki} ({size} < {ki})")
+    return [x.shape.dims[0] if x.shape.dims else None,
+            _out_size(h, k[0], strides[1], padding), _out_size(w, k[1], strides[2], padding)]
+
+
+def _check_input(x, what="input"):
+    _check_dtype(x, FLOATS, what)
+    if x.shape.ndims not in (None, 4):
+        fail(f"{what} must be 4-D [batch, height, width, channels], got {what}: {x.shape}")
+
+
+def _check_grad_input(dy, expected, dtype, what):
+    """dy has the dtype and (compatibly) the shape of the forward's output; returns the merged shape."""
+    if dy.dtype != dtype:
+        fail_dtype(f"dy must have the {what}'s dtype {dtype.name}, got {dy.dtype.name}")
+    if not dy.shape.is_compatible_with(expected):
+        fail(f"dy must have the forward output's shape {expected}, got dy: {dy.shape}")
+    return expected.merge_with(dy.shape)
+
+
+def _with_batch(shape, batch):
+    """shape [N, H, W, C] with N filled in from batch when N is unknown."""
+    if shape.dims is None:
+        return shape
+    return TensorShape([shape.dims[0] if shape.dims[0] is not None else batch] + list(shape.dims[1:]))
+
+
+def _hw4(value):
+    """An int, [h, w] or [1, h, w, 1] as (1, h, w, 1); other lengths are left to the shape rule."""
+    if isinstance(value, numbers.Integral):
+        return (1, int(value), int(value), 1)
+    v = tuple(int(d) for d in value)
+    if len(v) == 1:
+        return (1, v[0], v[0], 1)
+    return (1, v[0], v[1], 1) if len(v) == 2 else v
+
+
+def _padding(padding):
+    return padding.upper() if isinstance(padding, str) else padding
+
+
+# ---------------------------------------------------------------- conv2d
+# x [N, H, W, C] * filter [KH, KW, C, O] -> y [N, OH, OW, O]. The gradients are the backprop ops,
+# and each of those is linear in each input, so their own gradients are again convolutions
+# (TF nn_grad.py): all three ops form one closed family.
+
+
+def _conv_shape(x, f, strides, padding, data_format="NHWC", dilations=(1, 1, 1, 1)):
+    """The output shape of conv2d(x, f), after checking dtypes, ranks, channels and attributes."""
+    _check_window_attrs(strides, padding, data_format)
+    if len(dilations) != 4 or any(d != 1 for d in dilations):
+        fail(f"dilations other than 1 are not supported, got {list(dilations)}")
+    _check_input(x)
+    if f.dtype != x.dtype:
+        fail_dtype(f"input and filter must have one dtype, got input: {x.dtype.name} and filter: {f.dtype.name}")
+    if f.shape.ndims not in (None, 4):
+        fail(f"filter must be 4-D [height, width, in_channels, out_channels], got filter: {f.shape}")
+    kh, kw, ci, co = f.shape.dims or (None,) * 4
+    c = x.shape.dims[3] if x.shape.dims else None
+    if c is not None and ci is not None and c != ci:
+        fail(f"input depth must equal filter in_channels, got input: {x.shape} and filter: {f.shape} ({c} != {ci})")
+    if 0 in (kh, kw):
+        fail(f"filter height and width must be positive, got filter: {f.shape}")
+    return TensorShape(_window_out(x, (kh, kw), strides, padding, "filter") + [co])
+
+
+def _conv_attrs(attrs, ins, outs):
+    """Kernel attributes from the forward input (ins[0]) and filter (ins[1]) of every conv op."""
+    _, h, w, _ = ins[0].shape.dims
+    kh, kw = ins[1].shape.dims[:2]
+    s, p = attrs["strides"], attrs["padding"]
+    return {"strides": [s[1], s[2]], "pad_top": _pad_before(h, kh, s[1], p), "pad_left": _pad_before(w, kw, s[2], p)}
+
+
+def _conv_grad_attrs(op):
+    return {"strides": op.attrs["strides"], "padding": op.attrs["padding"]}
+
+
+Conv2D = OpDef("Conv2D", kernel="conv2d_fwd")
+
+
+@Conv2D.shape
+def _(x, f, *, strides, padding, data_format, dilations):
+    return Spec(x.dtype, _conv_shape(x, f, strides, padding, data_format, dilations))
+
+
+Conv2D.native_attrs(_conv_attrs)
+
+
+@Conv2D.grad
+def _(op, dy):
+    x, f = op.inputs
+    a = _conv_grad_attrs(op)
+    return [Conv2DBackpropInput(x, f, dy, **a), Conv2DBackpropFilter(x, f, dy, **a)]
+
+
+# dx = Conv2DBackpropInput(x_like, filter, dy): x_like gives the input's shape only.
+Conv2DBackpropInput = OpDef("Conv2DBackpropInput", kernel="conv2d_bwd_input")
+Conv2DBackpropInput.ignores_input_values = {0}
+
+
+@Conv2DBackpropInput.shape
+def _(x_like, f, dy, *, strides, padding):
+    y = _check_grad_input(dy, _conv_shape(x_like, f, strides, padding), x_like.dtype, "input")
+    return Spec(x_like.dtype, _with_batch(x_like.shape, y.dims[0] if y.dims else None))
+
+
+Conv2DBackpropInput.native_attrs(_conv_attrs)
+
+
+@Conv2DBackpropInput.grad
+def _(op, g):
+    # dx is bilinear in (filter, dy): <g, dx> = <conv2d(g, filter), dy>.
+    x_like, f, dy = op.inputs
+    a = _conv_grad_attrs(op)
+    return [None, Conv2DBackpropFilter(g, f, dy, **a), Conv2D(g, f, data_format="NHWC", dilations=(1, 1, 1, 1), **a)]
+
+
+# dfilter = Conv2DBackpropFilter(x, filter_like, dy): filter_like gives the filter's shape only.
+Conv2DBackpropFilter = OpDef("Conv2DBackpropFilter", kernel="conv2d_bwd_filter")
+Conv2DBackpropFilter.ignores_input_values = {1}
+
+
+@Conv2DBackpropFilter.shape
+def _(x, f_like, dy, *, strides, padding):
+    _check_grad_input(dy, _conv_shape(x, f_like, strides, padding), x.dtype, "input")
+    return Spec(x.dtype, f_like.shape)
+
+
+Conv2DBackpropFilter.native_attrs(_conv_attrs)
+
+
+@Conv2DBackpropFilter.grad
+def _(op, g):
+    # dfilter is bilinear in (x, dy): <g, dfilter> = <conv2d(x, g), dy>.
+    x, f_like, dy = op.inputs
+    a = _conv_grad_attrs(op)
+    return [Conv2DBackpropInput(x, g, dy, **a), None, Conv2D(x, g, data_format="NHWC", dilations=(1, 1, 1, 1), **a)]
+
+
+def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True, data_format="NHWC",  # noqa: A002
+           dilations=(1, 1, 1, 1), name=None, filters=None):
+    """2-D convolution of input [batch, height, width, in_channels] with filter [height, width,
+    in_channels, out_channels]; strides and dilations as [1, h, w, 1] (or an int, or [h, w]);
+    padding 'SAME' or 'VALID'. NHWC only; dilations must be 1."""
+    if filter is not None and filters is not None:
+        raise ValueError("conv2d: pass filter or filters, not both")
+    filter = filters if filter is None else filter  # noqa: A001
+    if filter is None or strides is None or padding is None:
+        raise TypeError("conv2d() needs filter, strides and padding")
+    x, f = convert_n_same_dtype([input, filter], "Conv2D")
+    return Conv2D(x, f, strides=_hw4(strides), padding=_padding(padding), data_format=data_format,
+                  dilations=_hw4(dilations), name=name or "Conv2D")
+
+
+# ---------------------------------------------------------------- pooling
+# Padding positions never win a max and are not counted by an average (TF).
+
+
+def _pool_shape(x, ksize, strides, padding, data_format="NHWC"):
+    _check_window_attrs(strides, padding, data_format, ksize)
+    _check_input(x)
+    c = x.shape.dims[3] if x.shape.dims else None
+    return TensorShape(_window_out(x, ksize[1:3], strides, padding, "window") + [c])
+
+
+def _pool_attrs(attrs, ins, outs):
+    """Kernel attributes from the forward input (ins[0]) of every pooling op."""
+    _, h, w, _ = ins[0].shape.dims
+    k, s, p = attrs["ksize"], attrs["strides"], attrs["padding"]
+    return {"ksize": [k[1], k[2]], "strides": [s[1], s[2]],
+            "pad_top": _pad_before(h, k[1], s[1], p), "pad_left": _pad_before(w, k[2], s[2], p)}
+
+
+def _pool_grad_attrs(op):
+    return {"ksize": op.attrs["ksize"], "strides": op.attrs["strides"], "padding": op.attrs["padding"]}
+
+
+def _pool_fn(opdef):
+    def fn(value=None, ksize=None, strides=None, padding=None, data_format="NHWC", name=None, input=None):  # noqa: A002
+        if value is not None and input is not None:
+            raise ValueError(f"{opdef.type}: pass value or input, not both")
+        value = input if value is None else value
+        if value is None or ksize is None or strides is None or padding is None:
+            raise TypeError(f"{opdef.type}: needs value, ksize, strides and padding")
+        return opdef(convert_to_tensor(value), ksize=_hw4(ksize), strides=_hw4(strides), padding=_padding(padding),
+                     data_format=data_format, name=name or opdef.type)
+
+    return fn
+
+
+MaxPool = OpDef("MaxPool", kernel="max_pool_fwd")
+
+
+@MaxPool.shape
+def _(x, *, ksize, strides, padding, data_format):
+    return Spec(x.dtype, _pool_shape(x, ksize, strides, padding, data_format))
+
+
+MaxPool.native_attrs(_pool_attrs)
+
+
+@MaxPool.grad
+def _(op, dy):
+    return [MaxPoolGrad(op.inputs[0], op.outputs[0], dy, **_pool_grad_attrs(op))]
+
+
+# dx = MaxPoolGrad(x, y, dy): each window's dy goes to its FIRST maximum. Not differentiable here:
+# its gradient needs TF's MaxPoolGradGrad (a gather at the argmax), which has no kernel yet.
+MaxPoolGrad = OpDef("MaxPoolGrad", kernel="max_pool_bwd", differentiable=False)
+
+
+@MaxPoolGrad.shape
+def _(x, y, dy, *, ksize, strides, padding):
+    expected = _pool_shape(x, ksize, strides, padding)
+    if y.dtype != x.dtype:
+        fail_dtype(f"y must have the input's dtype {x.dtype.name}, got {y.dtype.name}")
+    if not y.shape.is_compatible_with(expected):
+        fail(f"y must have the forward output's shape {expected}, got y: {y.shape}")
+    out = _check_grad_input(dy, expected.merge_with(y.shape), x.dtype, "input")
+    return Spec(x.dtype, _with_batch(x.shape, out.dims[0] if out.dims else None))
+
+
+MaxPoolGrad.native_attrs(_pool_attrs)
+
+max_pool = _pool_fn(MaxPool)
+max_pool.__name__ = "max_pool"
+max_pool.__doc__ = """Max over windows ksize [1, kh, kw, 1] (or an int, or [kh, kw]) moved by strides; NHWC."""
+
+
+AvgPool = OpDef("AvgPool", kernel="avg_pool_fwd")
+
+
+@AvgPool.shape
+def _(x, *, ksize, strides, padding, data_format):
+    return Spec(x.dtype, _pool_shape(x, ksize, strides, padding, data_format))
+
+
+AvgPool.native_attrs(_pool_attrs)
+
+
+@AvgPool.grad
+def _(op, dy):
+    return [AvgPoolGrad(op.inputs[0], dy, **_pool_grad_attrs(op))]
+
+
+# dx = AvgPoolGrad(x_like, dy): x_like gives the input's shape only.
+AvgPoolGrad = OpDef("AvgPoolGrad", kernel="avg_pool_bwd")
+AvgPoolGrad.ignores_input_values = {0}
+
+
+@AvgPoolGrad.shape
+def _(x_like, dy, *, ksize, strides, padding):
+    out = _check_grad_input(dy, _pool_shape(x_like, ksize, strides, padding), x_like.dtype, "input")
+    return Spec(x_like.dtype, _with_batch(x_like.shape, out.dims[0] if out.dims else None))
+
+
+AvgPoolGrad.native_attrs(_pool_attrs)
+
+
+@AvgPoolGrad.grad
+def _(op, g):
+    # dx is linear in dy, the transpose of the average: <g, dx> = <avg_pool(g), dy>.
+    return [None, AvgPool(g, data_format="NHWC", **_pool_grad_attrs(op))]
+
+
+avg_pool = _pool_fn(AvgPool)
+avg_pool.__name__ = "avg_pool"
+avg_pool.__doc__ = """Mean over the valid positions of windows ksize [1, kh, kw, 1] moved by strides; NHWC."""
+max_pool2d = max_pool
+avg_pool2d = avg_pool

@@ -1,0 +1,141 @@
+"""Random tensors (random_uniform, random_normal, truncated_normal), dropout, and TF's seed rules.
+
+Each random op owns a hidden int64 counter in the session's variable store; a run draws
+Philox values for (seed, counter + i) and advances the counter, so every run draws new numbers,
+and a graph built with the same graph- and op-level seeds draws the same sequence.
+"""
+import secrets
+
+import numpy as np
+
+from pygrad import dtypes
+from pygrad.graph import Tensor, get_default_graph
+from pygrad.ops import math_ops
+from pygrad.ops.array_ops import convert_to_tensor
+from pygrad.ops.state_ops import VariableV2
+from pygrad.registry import OpDef, Spec, fail
+from pygrad.shapes import TensorShape, as_shape
+
+DEFAULT_GRAPH_SEED = 87654321
+
+
+def get_seed(op_seed):
+    """TF1's rule: (graph seed, op seed); the op count stands in for a missing op seed when the
+    graph has a seed; with neither, fresh random seeds."""
+    graph = get_default_graph()
+    if graph.seed is not None:
+        seeds = (graph.seed, op_seed if op_seed is not None else len(graph._ops))
+    elif op_seed is not None:
+        seeds = (DEFAULT_GRAPH_SEED, op_seed)
+    else:
+        seeds = (secrets.randbits(31), secrets.randbits(31))
+    if seeds == (0, 0):
+        return 0, 2 ** 31 - 1
+    return int(seeds[0]), int(seeds[1])
+
+
+class _Counter:
+    """A hidden entry of the graph's variable numbering: the random op's int64 counter."""
+
+    auto_initialized = True
+
+    def __init__(self, graph, name):
+        self.shape = TensorShape([])
+        self.dtype = dtypes.int64
+        self._variable = VariableV2(shape=self.shape, dtype=self.dtype, var_index=len(graph._variables), name=name)
+        self.op = self._variable.op
+        graph._variables.append(self)
+
+
+def _random_op(type_name, distribution):
+    d = OpDef(type_name, kernel="random_fwd", differentiable=False, ref_input=0, output_is_ref=False,
+              stateful=True)
+    d.ignores_input_values = {1}  # the optional second input only gives the shape
+
+    @d.shape
+    def _(counter, *like, shape, dtype, seed, seed2):
+        if dtype not in math_ops.FLOATS:
+            fail(f"dtype must be float32 or float64, got {dtype.name}")
+        return Spec(dtype, like[0].shape if like else shape)
+
+    d.native_attrs(lambda attrs, ins, outs: {"distribution": distribution, "seed": attrs["seed"],
+                                             "seed2": attrs["seed2"]})
+    return d
+
+
+RandomUniform = _random_op("RandomUniform", "uniform")
+RandomStandardNormal = _random_op("RandomStandardNormal", "normal")
+TruncatedNormal = _random_op("TruncatedNormal", "truncated_normal")
+
+
+def _draw(opdef, shape, dtype, seed):
+    """A standard draw of `shape` (a list, a TensorShape, or a Tensor whose shape to copy)."""
+    graph = get_default_graph()
+    seed1, seed2 = get_seed(seed)
+    counter = _Counter(graph, graph.unique_name("counter"))._variable
+    dtype = dtypes.as_dtype(dtype)
+    if isinstance(shape, Tensor) and shape.op.type == "Shape":
+        return opdef(counter, shape.op.inputs[0], shape=None, dtype=dtype, seed=seed1, seed2=seed2)
+    if isinstance(shape, Tensor) and shape.op.type == "Const":
+        shape = shape.op.attrs["value"].tolist()
+    shape = as_shape(shape)
+    if not shape.is_fully_defined():
+        raise ValueError(f"{opdef.type}: shape must be fully defined or tf.shape(t), got {shape}")
+    return opdef(counter, shape=shape, dtype=dtype, seed=seed1, seed2=seed2)
+
+
+def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):
+    """Uniform values in [minval, maxval) (maxval defaults to 1)."""
+    graph = get_default_graph()
+    with graph.name_scope(name or "random_uniform"):
+        u = _draw(RandomUniform, shape, dtype, seed)
+        maxval = 1 if maxval is None else maxval
+        if isinstance(minval, (int, float)) and isinstance(maxval, (int, float)) and minval == 0 and maxval == 1:
+            return u
+        minval = convert_to_tensor(minval, dtype=u.dtype)
+        return u * (convert_to_tensor(maxval, dtype=u.dtype) - minval) + minval
+
+
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
+    graph = get_default_graph()
+    with graph.name_scope(name or "random_normal"):
+        x = _draw(RandomStandardNormal, shape, dtype, seed)
+        return x * convert_to_tensor(stddev, dtype=x.dtype) + convert_to_tensor(mean, dtype=x.dtype)
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
+    """Normal values redrawn until within two standard deviations of the mean."""
+    graph = get_default_graph()
+    with graph.name_scope(name or "truncated_normal"):
+        x = _draw(TruncatedNormal, shape, dtype, seed)
+        return x * convert_to_tensor(stddev, dtype=x.dtype) + convert_to_tensor(mean, dtype=x.dtype)
+
+
+def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
+    """x / keep_prob where a uniform draw keeps it (probability keep_prob), else 0 (TF1's tf.nn.dropout)."""
+    graph = get_default_graph()
+    with graph.name_scope(name or "dropout"):
+        x = convert_to_tensor(x)
+        if keep_prob is None:
+            if rate is None:
+                raise ValueError("dropout needs keep_prob (or rate)")
+            keep_prob = 1 - rate if not isinstance(rate, Tensor) else 1 - rate
+        if isinstance(keep_prob, (int, float)):
+            if not 0 < keep_prob <= 1:
+                raise ValueError(f"keep_prob must be a scalar tensor or a float in the range (0, 1], got {keep_prob}")
+            if keep_prob == 1:
+                return x
+        keep_prob = convert_to_tensor(keep_prob, dtype=x.dtype)
+        shape = noise_shape if noise_shape is not None else \
+            x.shape if x.shape.is_fully_defined() else _shape_of(x)
+        keep = math_ops.floor(keep_prob + random_uniform(shape, dtype=x.dtype, seed=seed))
+        return x / keep_prob * keep
+
+
+def _shape_of(x):
+    from pygrad.ops.array_ops import shape
+
+    return shape(x)
+
+
+_ = np

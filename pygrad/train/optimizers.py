@@ -1,0 +1,141 @@
+"""The optimizers of tf.train, each one fused native update per variable (see ops/training_ops.py).
+Update rules, slot names and initial slot values are TensorFlow 1's."""
+from pygrad.ops import state_ops, training_ops
+from pygrad.train.optimizer import Optimizer
+
+
+class GradientDescentOptimizer(Optimizer):
+    """var -= learning_rate * grad."""
+
+    def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
+        super().__init__(use_locking, name)
+        self._learning_rate = learning_rate
+
+    def _prepare(self):
+        self._lr = self._hyper(self._learning_rate, "learning_rate")
+
+    def _apply_dense(self, grad, var):
+        return training_ops.ApplyGradientDescent(var._as_graph_element(), self._for(self._lr, var), grad,
+                                                 name="ApplyGradientDescent")
+
+
+class MomentumOptimizer(Optimizer):
+    """accum = momentum * accum + grad; var -= lr * accum (Nesterov: var -= lr * (grad + momentum * accum)).
+    Slot "momentum", starting at zero."""
+
+    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum", use_nesterov=False):
+        super().__init__(use_locking, name)
+        self._learning_rate, self._momentum, self._use_nesterov = learning_rate, momentum, bool(use_nesterov)
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._zeros_slot(v, "momentum", self._name)
+
+    def _prepare(self):
+        self._lr = self._hyper(self._learning_rate, "learning_rate")
+        self._mom = self._hyper(self._momentum, "momentum")
+
+    def _apply_dense(self, grad, var):
+        accum = self.get_slot(var, "momentum")
+        return training_ops.ApplyMomentum(var._as_graph_element(), accum._as_graph_element(),
+                                          self._for(self._lr, var), grad, self._for(self._mom, var),
+                                          use_nesterov=self._use_nesterov, name="ApplyMomentum")
+
+
+class AdagradOptimizer(Optimizer):
+    """accum += grad^2; var -= lr * grad / sqrt(accum). Slot "accumulator", starting at 0.1."""
+
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, use_locking=False, name="Adagrad"):
+        if initial_accumulator_value <= 0.0:
+            raise ValueError(f"initial_accumulator_value must be positive: {initial_accumulator_value}")
+        super().__init__(use_locking, name)
+        self._learning_rate, self._initial = learning_rate, initial_accumulator_value
+
+    def _create_slots(self, var_list):
+        from pygrad.ops.array_ops import constant
+        import numpy as np
+
+        for v in var_list:
+            self._slot(v, "accumulator", constant(np.full(v.shape.as_list(), self._initial, v.dtype.np)), self._name)
+
+    def _prepare(self):
+        self._lr = self._hyper(self._learning_rate, "learning_rate")
+
+    def _apply_dense(self, grad, var):
+        acc = self.get_slot(var, "accumulator")
+        return training_ops.ApplyAdagrad(var._as_graph_element(), acc._as_graph_element(), self._for(self._lr, var),
+                                         grad, name="ApplyAdagrad")
+
+
+class RMSPropOptimizer(Optimizer):
+    """ms += (grad^2 - ms) * (1 - decay); mom = momentum * mom + lr * grad / sqrt(ms + epsilon);
+    var -= mom. Centered subtracts mg^2 (mg the mean gradient) inside the root. Slots "rms"
+    (starting at 1.0), "momentum" (0) and, centered, "mg" (0)."""
+
+    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10, use_locking=False, centered=False,
+                 name="RMSProp"):
+        super().__init__(use_locking, name)
+        self._learning_rate, self._decay, self._momentum, self._epsilon = learning_rate, decay, momentum, epsilon
+        self._centered = centered
+
+    def _create_slots(self, var_list):
+        from pygrad.ops.array_ops import ones
+
+        for v in var_list:
+            self._slot(v, "rms", ones(v.shape, v.dtype), self._name)
+            if self._centered:
+                self._zeros_slot(v, "mg", self._name)
+            self._zeros_slot(v, "momentum", self._name)
+
+    def _prepare(self):
+        self._lr = self._hyper(self._learning_rate, "learning_rate")
+        self._rho = self._hyper(self._decay, "decay")
+        self._mom = self._hyper(self._momentum, "momentum")
+        self._eps = self._hyper(self._epsilon, "epsilon")
+
+    def _apply_dense(self, grad, var):
+        ins = [var._as_graph_element(), self.get_slot(var, "rms")._as_graph_element(),
+               self.get_slot(var, "momentum")._as_graph_element(), self._for(self._lr, var),
+               self._for(self._rho, var), self._for(self._mom, var), self._for(self._eps, var), grad]
+        if self._centered:
+            return training_ops.ApplyCenteredRMSProp(*ins, self.get_slot(var, "mg")._as_graph_element(),
+                                                     name="ApplyCenteredRMSProp")
+        return training_ops.ApplyRMSProp(*ins, name="ApplyRMSProp")
+
+
+class AdamOptimizer(Optimizer):
+    """m += (grad - m)(1 - beta1); v += (grad^2 - v)(1 - beta2);
+    var -= lr * sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + epsilon).
+    Slots "m" and "v" (zeros); beta1_power and beta2_power are updated after all variables."""
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08, use_locking=False, name="Adam"):
+        super().__init__(use_locking, name)
+        self._learning_rate, self._beta1, self._beta2, self._epsilon = learning_rate, beta1, beta2, epsilon
+
+    def _create_slots(self, var_list):
+        self._beta1_power = self._non_slot("beta1_power", self._beta1)
+        self._beta2_power = self._non_slot("beta2_power", self._beta2)
+        for v in var_list:
+            self._zeros_slot(v, "m", self._name)
+            self._zeros_slot(v, "v", self._name)
+
+    def _prepare(self):
+        self._lr = self._hyper(self._learning_rate, "learning_rate")
+        self._b1 = self._hyper(self._beta1, "beta1")
+        self._b2 = self._hyper(self._beta2, "beta2")
+        self._eps = self._hyper(self._epsilon, "epsilon")
+
+    def _apply_dense(self, grad, var):
+        return training_ops.ApplyAdam(
+            var._as_graph_element(), self.get_slot(var, "m")._as_graph_element(),
+            self.get_slot(var, "v")._as_graph_element(), self._for(self._beta1_power, var),
+            self._for(self._beta2_power, var), self._for(self._lr, var), self._for(self._b1, var),
+            self._for(self._b2, var), self._for(self._eps, var), grad, name="ApplyAdam")
+
+    def _finish(self, update_ops, name):
+        from pygrad.graph import get_default_graph
+
+        with get_default_graph().control_dependencies(update_ops):
+            update_b1 = state_ops.assign(self._beta1_power, self._beta1_power * self._b1)
+            update_b2 = state_ops.assign(self._beta2_power, self._beta2_power * self._b2)
+        return state_ops.group(*update_ops, update_b1, update_b2, name=name)

@@ -1,0 +1,28 @@
+"""Shared fixtures: a fresh default graph for every test, and TensorFlow as an optional peer."""
+import os
+import warnings
+
+import pytest
+
+import pygrad as tf
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    """Every test builds in a new default graph (test files may override this fixture)."""
+    tf.reset_default_graph()
+
+
+@pytest.fixture(scope="session")
+def tf_peer():
+    """tensorflow.compat.v1 in graph mode, for optional cross-checks; the test is skipped without it.
+    Never the reference of record: the NumPy references in reference.py are."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            import tensorflow.compat.v1 as peer
+        except Exception as e:  # ImportError, or a broken install
+            pytest.skip(f"tensorflow is not importable: {e}")
+        peer.disable_eager_execution()
+    return peer

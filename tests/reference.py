@@ -1,0 +1,253 @@
+"""Independent NumPy references for the op tests. Written without pygrad: nothing here imports it.
+
+Every function computes in float64 (or exact integer arithmetic) from its inputs, so the tests can
+compare pygrad's float32 results against a float64 truth at the float32 tolerance. The semantics
+follow TensorFlow 1 where TF and NumPy disagree (integer mean truncates, round is half to even,
+float-to-int cast truncates, reduce_max gradient splits ties, ...); each such place says so.
+"""
+import numpy as np
+
+
+def f64(x):
+    """x as float64 (integers and bools convert exactly for the values the tests use)."""
+    return np.asarray(x, dtype=np.float64)
+
+
+# ---------------------------------------------------------------- unary
+
+
+def sigmoid(x):
+    """1 / (1 + e^-x) without overflow: e = e^-|x| <= 1 on both branches."""
+    x = f64(x)
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def relu(x):
+    x = np.asarray(x)
+    return np.where(x > 0, x, np.zeros_like(x))
+
+
+def rsqrt(x):
+    return 1.0 / np.sqrt(f64(x))
+
+
+def reciprocal(x):
+    return 1.0 / f64(x)
+
+
+def round_half_even(x):
+    """tf.round: banker's rounding (0.5 -> 0, 1.5 -> 2, 2.5 -> 2)."""
+    return np.rint(f64(x))
+
+
+def sign(x):
+    x = np.asarray(x)
+    return np.sign(x).astype(x.dtype)
+
+
+UNARY = {
+    "negative": lambda x: -np.asarray(x),
+    "abs": lambda x: np.abs(np.asarray(x)),
+    "square": lambda x: np.asarray(x) * np.asarray(x),
+    "sign": sign,
+    "exp": lambda x: np.exp(f64(x)),
+    "log": lambda x: np.log(f64(x)),
+    "log1p": lambda x: np.log1p(f64(x)),
+    "sqrt": lambda x: np.sqrt(f64(x)),
+    "rsqrt": rsqrt,
+    "reciprocal": reciprocal,
+    "floor": lambda x: np.floor(f64(x)),
+    "ceil": lambda x: np.ceil(f64(x)),
+    "round": round_half_even,
+    "relu": relu,
+    "sigmoid": sigmoid,
+    "tanh": lambda x: np.tanh(f64(x)),
+    "logical_not": np.logical_not,
+}
+
+
+# ---------------------------------------------------------------- binary
+
+
+def floordiv(a, b):
+    """TF FloorDiv: floor(a / b) for floats, Python's floor division for integers (b != 0)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind == "f":
+        return np.floor(f64(a) / f64(b))
+    # Python ints, element by element: exact, and // is floor division by definition.
+    out = np.empty(np.broadcast(a, b).shape, dtype=np.result_type(a, b))
+    for idx, (x, y) in zip(np.ndindex(out.shape), np.broadcast(a, b)):
+        out[idx] = int(x) // int(y)
+    return out
+
+
+def int_pow(a, b):
+    """Integer power with non-negative exponents, exactly (no overflow for the test values)."""
+    a, b = np.asarray(a), np.asarray(b)
+    out = np.empty(np.broadcast(a, b).shape, dtype=np.result_type(a, b))
+    for idx, (x, y) in zip(np.ndindex(out.shape), np.broadcast(a, b)):
+        out[idx] = int(x) ** int(y)
+    return out
+
+
+def pow(a, b):  # noqa: A001
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind in "iu":
+        return int_pow(a, b)
+    return np.power(f64(a), f64(b))
+
+
+def truediv(a, b):
+    return f64(a) / f64(b)
+
+
+BINARY = {
+    "add": lambda a, b: np.add(a, b),
+    "subtract": lambda a, b: np.subtract(a, b),
+    "multiply": lambda a, b: np.multiply(a, b),
+    "truediv": truediv,
+    "floordiv": floordiv,
+    "pow": pow,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "squared_difference": lambda a, b: (f64(a) - f64(b)) ** 2,
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "less": np.less,
+    "less_equal": np.less_equal,
+    "greater": np.greater,
+    "greater_equal": np.greater_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "logical_xor": np.logical_xor,
+}
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False):
+    a, b = f64(a), f64(b)
+    if transpose_a:
+        a = a.T
+    if transpose_b:
+        b = b.T
+    # einsum without optimize= runs NumPy's own loops, not a BLAS call: the reference does not share
+    # pygrad's BLAS.
+    return np.einsum("ik,kj->ij", a, b)
+
+
+# ---------------------------------------------------------------- reductions
+
+
+def _axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    return tuple(sorted({a % ndim for a in axis}))
+
+
+def int_mean(x, axis=None, keepdims=False):
+    """TF's integer mean: the exact sum divided by the count, truncated toward zero."""
+    x = np.asarray(x)
+    axes = _axes(axis, x.ndim)
+    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    s = np.sum(x.astype(np.int64), axis=axes, keepdims=keepdims)
+    q = np.abs(s) // count
+    return (np.sign(s) * q).astype(x.dtype)
+
+
+def reduce(name, x, axis=None, keepdims=False):
+    """reduce_<name> of x over axis (None: all; a tuple, possibly empty)."""
+    x = np.asarray(x)
+    axes = _axes(axis, x.ndim)
+    if name == "mean" and x.dtype.kind in "iu":
+        return int_mean(x, axes, keepdims)
+    fn = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "any": np.any, "all": np.all}[name]
+    data = f64(x) if x.dtype.kind == "f" else x
+    out = fn(data, axis=axes, keepdims=keepdims)
+    return np.asarray(out).astype(x.dtype) if x.dtype.kind in "iub" else np.asarray(out)
+
+
+def reduce_max_grad(x, axis=None, keepdims=False, dy=None, use_min=False):
+    """TF's gradient of reduce_max (reduce_min): dy split evenly among the tied extremes."""
+    x = f64(x)
+    axes = _axes(axis, x.ndim)
+    y = (np.min if use_min else np.max)(x, axis=axes, keepdims=True)
+    ind = (x == y).astype(np.float64)
+    count = np.sum(ind, axis=axes, keepdims=True)
+    if dy is None:
+        dy = np.ones(y.shape)
+    dy = np.reshape(f64(dy), y.shape)  # with or without kept dims: same elements, same order
+    return ind / count * dy
+
+
+def argmax(x, axis):
+    """Index of the first maximum (ties go to the lowest index), as TF and NumPy."""
+    return np.argmax(np.asarray(x), axis=axis)
+
+
+def argmin(x, axis):
+    return np.argmin(np.asarray(x), axis=axis)
+
+
+# ---------------------------------------------------------------- cast
+
+
+def cast(x, dtype):
+    """tf.cast: float to int truncates toward zero, to bool is x != 0, bool to number is 0/1."""
+    x = np.asarray(x)
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return x != 0
+    if x.dtype.kind == "f" and dtype.kind in "iu":
+        return np.trunc(x).astype(dtype)
+    return x.astype(dtype)
+
+
+# ---------------------------------------------------------------- softmax family and losses
+
+
+def softmax(x, axis=-1):
+    x = f64(x)
+    z = x - np.max(x, axis=axis, keepdims=True)
+    e = np.exp(z)
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def log_softmax(x, axis=-1):
+    x = f64(x)
+    z = x - np.max(x, axis=axis, keepdims=True)
+    return z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
+
+
+def softmax_xent(labels, logits):
+    """(loss, backprop) of TF's SoftmaxCrossEntropyWithLogits over the last axis:
+    loss = -sum(labels * log_softmax(logits)) and backprop = softmax(logits) - labels. backprop is
+    d loss / d logits only when each row of labels sums to one (TF's documented precondition; TF
+    emits softmax - labels regardless), so gradient tests use labels that are distributions."""
+    labels, logits = f64(labels), f64(logits)
+    loss = -np.sum(labels * log_softmax(logits), axis=-1)
+    return loss, softmax(logits) - labels
+
+
+def one_hot(labels, depth):
+    labels = np.asarray(labels)
+    out = np.zeros(labels.shape + (depth,))
+    for idx in np.ndindex(labels.shape):
+        out[idx + (int(labels[idx]),)] = 1.0
+    return out
+
+
+def sparse_softmax_xent(labels, logits):
+    """(loss, backprop) of SparseSoftmaxCrossEntropyWithLogits: labels are class indices."""
+    logits = f64(logits)
+    onehot = one_hot(labels, logits.shape[-1])
+    loss = -np.sum(onehot * log_softmax(logits), axis=-1)
+    return loss, softmax(logits) - onehot
+
+
+def l2_loss(t):
+    t = f64(t)
+    return np.sum(t * t) / 2.0
+
+
+def bias_add(value, bias):
+    return f64(value) + f64(bias)

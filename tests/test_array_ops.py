@@ -1,0 +1,268 @@
+"""Array ops: reshape, transpose, expand_dims, squeeze, identity, cast, shape/size/rank, constants
+and fills. One spec row per op drives forward (every dtype) and gradient tests; hand-computed
+cases and bad input follow."""
+import os
+import zlib
+from typing import Callable, NamedTuple
+
+import numpy as np
+import pytest
+
+import pygrad as tf
+import reference as ref
+from gradcheck import (GraphRunner, assert_close, check_grad, check_grad_float32, draw, evaluate, run_forward,
+                       shape_id)
+
+ALL_DTYPES = ("float64", "float32", "int32", "int64", "bool")
+
+
+def _rng(*key):
+    return np.random.default_rng(zlib.crc32(repr(key).encode()))
+
+
+def _draw_any(shape, dtype, rng):
+    return draw("bool" if dtype == "bool" else "real", shape, dtype, rng)
+
+
+# ---------------------------------------------------------------- data movement table
+
+
+class Move(NamedTuple):
+    name: str
+    fn: Callable  # of one tensor
+    shape: tuple
+    ref: Callable  # of one NumPy array
+
+
+MOVES = [
+    Move("reshape_minus1", lambda x: tf.reshape(x, [4, -1]), (2, 3, 4), lambda x: x.reshape(4, -1)),
+    Move("reshape_tuple", lambda x: tf.reshape(x, (6, 4)), (2, 3, 4), lambda x: x.reshape(6, 4)),
+    Move("reshape_flat", lambda x: tf.reshape(x, [-1]), (2, 3, 4), lambda x: x.reshape(-1)),
+    Move("reshape_const", lambda x: tf.reshape(x, tf.constant([3, 2, 4])), (2, 3, 4), lambda x: x.reshape(3, 2, 4)),
+    Move("reshape_to_scalar", lambda x: tf.reshape(x, []), (1, 1), lambda x: x.reshape(())),
+    Move("reshape_from_scalar", lambda x: tf.reshape(x, [1, -1, 1]), (), lambda x: x.reshape(1, 1, 1)),
+    Move("transpose_default", tf.transpose, (2, 3, 4), np.transpose),
+    Move("transpose_perm", lambda x: tf.transpose(x, [1, 2, 0]), (2, 3, 4), lambda x: np.transpose(x, (1, 2, 0))),
+    Move("transpose_perm2", lambda x: tf.transpose(x, perm=[2, 0, 1]), (2, 3, 4), lambda x: np.transpose(x, (2, 0, 1))),
+    Move("transpose_2d", tf.transpose, (3, 5), np.transpose),
+    Move("transpose_large_2d", tf.transpose, (40, 33), np.transpose),  # more than one 32x32 tile
+    Move("expand_dims_0", lambda x: tf.expand_dims(x, 0), (3, 4), lambda x: x[None]),
+    Move("expand_dims_1", lambda x: tf.expand_dims(x, 1), (3, 4), lambda x: x[:, None]),
+    Move("expand_dims_-1", lambda x: tf.expand_dims(x, -1), (3, 4), lambda x: x[..., None]),
+    Move("expand_dims_dim", lambda x: tf.expand_dims(x, dim=2), (3, 4), lambda x: x[:, :, None]),
+    Move("squeeze_all", tf.squeeze, (1, 3, 1, 4), lambda x: np.squeeze(x)),
+    Move("squeeze_axis", lambda x: tf.squeeze(x, [2]), (1, 3, 1, 4), lambda x: np.squeeze(x, 2)),
+    Move("squeeze_neg_axis", lambda x: tf.squeeze(x, axis=-2), (1, 3, 1, 4), lambda x: np.squeeze(x, -2)),
+    Move("squeeze_dims", lambda x: tf.squeeze(x, squeeze_dims=[0]), (1, 3, 1, 4), lambda x: np.squeeze(x, 0)),
+    Move("identity", tf.identity, (3, 4), lambda x: x),
+]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("spec", MOVES, ids=lambda s: f"{s.name}-{shape_id(s.shape)}")
+def test_move_forward(spec, dtype):
+    x = _draw_any(spec.shape, dtype, _rng(spec.name, dtype))
+    assert_close(run_forward(spec.fn, [x]), spec.ref(x), dtype=dtype)
+
+
+@pytest.mark.parametrize("static", [True, False, None], ids=["static", "dims", "rank"])
+@pytest.mark.parametrize("spec", MOVES, ids=lambda s: f"{s.name}-{shape_id(s.shape)}-float64")
+def test_move_grad(spec, static):
+    x = draw("real", spec.shape, np.float64, _rng(spec.name))
+    if static is False and spec.name.startswith("squeeze_all"):
+        pytest.skip("squeezing unknown dimensions needs an axis (TF's rule as well)")
+    check_grad(spec.fn, [x], static=static)
+
+
+@pytest.mark.parametrize("spec", MOVES[:3] + MOVES[6:8], ids=lambda s: f"{s.name}-float32")
+def test_move_grad_float32(spec):
+    check_grad_float32(lambda x: tf.tanh(spec.fn(x)), [draw("real", spec.shape, np.float64, _rng(spec.name))])
+
+
+def test_reshape_to_the_shape_of_another_tensor():
+    """tf.reshape(x, tf.shape(y)) follows y's run-time shape, and only x gets a gradient."""
+    x = draw("real", (2, 6), np.float64, _rng("like"))
+    y = draw("real", (3, 4), np.float64, _rng("like2"))
+    out, grads = evaluate(lambda a, b: tf.reshape(a, tf.shape(b)) * b, [x, y])
+    assert_close(out, x.reshape(3, 4) * y)
+    assert_close(grads[0], y.reshape(2, 6))
+    check_grad(lambda a, b: tf.reshape(a, tf.shape(b)) * b, [x, y], static=False)
+
+
+def test_transpose_then_matmul_hand_computed():
+    # d/dx sum(W * x^T) = W^T
+    w = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    _, (g,) = evaluate(lambda x: tf.reduce_sum(tf.constant(w) * tf.transpose(x)), [np.zeros((2, 3))])
+    assert_close(g, w.T)
+    # d/dx of reshape(x, [4]) . [1, 2, 3, 4] is [[1, 2], [3, 4]]
+    _, (g,) = evaluate(lambda x: tf.reduce_sum(tf.reshape(x, [4]) * np.array([1.0, 2.0, 3.0, 4.0])), [np.zeros((2, 2))])
+    assert_close(g, [[1.0, 2.0], [3.0, 4.0]])
+
+
+# ---------------------------------------------------------------- shape, size, rank
+
+
+@pytest.mark.parametrize("static", [True, False, None], ids=["static", "dims", "rank"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_shape_size_rank(dtype, static):
+    x = _draw_any((2, 3, 4), dtype, _rng("shape", dtype))
+    with GraphRunner(lambda t: [tf.shape(t), tf.size(t), tf.rank(t), tf.shape(t, out_type=tf.int64),
+                                tf.size(t, out_type=tf.int64)], [x], static=static) as r:
+        shape, size, rank, shape64, size64 = r.forward()
+    assert_close(shape, np.array([2, 3, 4], np.int32))
+    assert_close(size, np.array(24, np.int32))
+    assert_close(rank, np.array(3, np.int32))
+    assert_close(shape64, np.array([2, 3, 4], np.int64))
+    assert_close(size64, np.array(24, np.int64))
+
+
+# ---------------------------------------------------------------- constants and fills
+
+
+def test_constant_dtype_rules():
+    """TF1: Python floats are float32, Python ints int32, NumPy values keep their dtype."""
+    assert tf.constant(1.5).dtype == tf.float32
+    assert tf.constant([1, 2]).dtype == tf.int32
+    assert tf.constant(True).dtype == tf.bool
+    assert tf.constant(np.float64(1.5)).dtype == tf.float64
+    assert tf.constant(np.array([1, 2], np.int64)).dtype == tf.int64
+    assert tf.constant(2, dtype=tf.float64).dtype == tf.float64
+    with pytest.raises(TypeError):
+        tf.constant(1.5, dtype=tf.int32)
+    out = run_forward(lambda t: [tf.constant(3, shape=[2, 2]) + t, tf.constant([1.0, 2.0, 3.0, 4.0], shape=[2, 2])],
+                      [np.ones((2, 2), np.int32)])
+    assert_close(out[0], np.full((2, 2), 4, np.int32))
+    assert_close(out[1], np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_zeros_ones_fill(dtype):
+    dt = tf.as_dtype(dtype)
+    out = run_forward(lambda: [tf.zeros([2, 3], dt), tf.ones((3,), dtype=dt), tf.zeros([], dt)], [])
+    assert_close(out[0], np.zeros((2, 3), dtype))
+    assert_close(out[1], np.ones(3, dtype))
+    assert_close(out[2], np.zeros((), dtype))
+
+
+def test_fill_and_default_dtypes():
+    out = run_forward(lambda: [tf.fill([2, 2], 7), tf.fill([3], 1.5), tf.zeros([2]), tf.ones([1, 2])], [])
+    assert_close(out[0], np.full((2, 2), 7, np.int32))
+    assert_close(out[1], np.full(3, 1.5, np.float32))
+    assert_close(out[2], np.zeros(2, np.float32))
+    assert_close(out[3], np.ones((1, 2), np.float32))
+
+
+@pytest.mark.parametrize("static", [True, False, None], ids=["static", "dims", "rank"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_zeros_like_ones_like(dtype, static):
+    x = _draw_any((2, 3), dtype, _rng("like", dtype))
+    with GraphRunner(lambda t: [tf.zeros_like(t), tf.ones_like(t), tf.zeros_like(t, dtype=tf.int64),
+                                tf.ones_like(t, dtype=tf.float32)], [x], static=static) as r:
+        z, o, z64, o32 = r.forward()
+    assert_close(z, np.zeros((2, 3), dtype))
+    assert_close(o, np.ones((2, 3), dtype))
+    assert_close(z64, np.zeros((2, 3), np.int64))
+    assert_close(o32, np.ones((2, 3), np.float32))
+
+
+def test_fills_and_stop_gradient_have_no_gradient():
+    x = np.array([1.0, -2.0, 3.0])
+    _, grads = evaluate(lambda t: [tf.zeros_like(t), tf.ones_like(t), tf.stop_gradient(t)], [x])
+    assert grads == [None]
+    _, (g,) = evaluate(lambda t: tf.ones_like(t) * t + tf.stop_gradient(t) * t, [x])
+    assert_close(g, 1.0 + x)
+
+
+def test_identity_gradient_sums_two_paths():
+    _, (g,) = evaluate(lambda t: tf.identity(t) * tf.identity(t), [np.array([3.0, -1.0])])
+    assert_close(g, [6.0, -2.0])
+
+
+# ---------------------------------------------------------------- cast
+
+CAST_VALUES = np.array([-1.7, 1.7, 0.0, 2.5, -0.5, 3.0, -3.0, 0.25])
+
+
+@pytest.mark.parametrize("dst", ALL_DTYPES)
+@pytest.mark.parametrize("src", ALL_DTYPES)
+def test_cast(src, dst):
+    x = CAST_VALUES.astype(src) if src != "bool" else CAST_VALUES > 0
+    out = run_forward(lambda t: tf.cast(t, tf.as_dtype(dst)), [x])
+    assert_close(out, ref.cast(x, dst), dtype=dst)
+
+
+def test_cast_literals_and_aliases():
+    """Float to int truncates toward zero, to bool is x != 0 (TensorFlow's output for these values)."""
+    x = np.array([-1.7, 1.7, 0.0, -0.0], np.float32)
+    out = run_forward(lambda t: [tf.cast(t, tf.int32), tf.cast(t, tf.bool), tf.to_int64(t), tf.to_float(t),
+                                 tf.to_int32(t), tf.cast(t, "float64")], [x])
+    assert_close(out[0], np.array([-1, 1, 0, 0], np.int32))
+    assert_close(out[1], np.array([True, True, False, False]))
+    assert_close(out[2], np.array([-1, 1, 0, 0], np.int64))
+    assert_close(out[3], x)
+    assert_close(out[4], np.array([-1, 1, 0, 0], np.int32))
+    assert_close(out[5], x.astype(np.float64))
+
+
+def test_cast_gradient():
+    """Float to float passes the gradient (cast back to the input's dtype); via an int it stops."""
+    x = np.array([0.5, -1.25])
+    dy = np.array([2.0, 3.0], np.float32)
+    out, (g,) = evaluate(lambda t: tf.cast(t, tf.float32), [x], grad_ys=dy)
+    assert_close(g, dy.astype(np.float64))
+    _, (g,) = evaluate(lambda t: tf.cast(tf.cast(t, tf.int32), tf.float64) * t, [x])
+    assert_close(g, np.trunc(x))
+    check_grad(lambda t: tf.cast(t, tf.float64) * t, [x])  # a no-op cast
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_reshape_errors():
+    x = tf.placeholder(tf.float32, [2, 3])
+    with pytest.raises(ValueError, match=r"Reshape 'Reshape(_\d+)?': cannot reshape a tensor of 6 elements") as e:
+        tf.reshape(x, [4, 2])
+    assert "(2, 3)" in str(e.value) and os.path.basename(__file__) in str(e.value)
+    with pytest.raises(ValueError, match="at most one dimension may be -1"):
+        tf.reshape(x, [-1, -1])
+    with pytest.raises(ValueError, match="cannot reshape"):
+        tf.reshape(x, [4, -1])
+
+
+def test_reshape_error_at_run_time_leaves_the_session_usable():
+    x = tf.placeholder(tf.float64, [None, 3])
+    y = tf.reshape(x, [4, -1])
+    with tf.Session() as sess:
+        with pytest.raises(ValueError, match=r"Reshape"):
+            sess.run(y, {x: np.zeros((3, 3))})
+        assert_close(sess.run(y, {x: np.zeros((4, 3))}), np.zeros((4, 3)))
+
+
+def test_transpose_expand_squeeze_errors():
+    x = tf.placeholder(tf.float32, [2, 1, 3])
+    with pytest.raises(ValueError, match=r"Transpose 'transpose(_\d+)?': perm \[0, 0, 1\] is not a permutation"):
+        tf.transpose(x, [0, 0, 1])
+    with pytest.raises(ValueError, match=r"ExpandDims .*axis 4 is out of range"):
+        tf.expand_dims(x, 4)
+    with pytest.raises(ValueError, match=r"Squeeze .*cannot squeeze dimension 0 of shape \(2, 1, 3\)"):
+        tf.squeeze(x, [0])
+    with pytest.raises(ValueError, match=r"Squeeze .*out of range"):
+        tf.squeeze(x, [3])
+
+
+def test_feed_dtype_and_shape_errors():
+    x = tf.placeholder(tf.int32, [2], name="ids")
+    y = x + 1
+    with tf.Session() as sess:
+        with pytest.raises(TypeError, match=r"ids"):
+            sess.run(y, {x: np.array([0.5, 1.5])})
+        with pytest.raises(ValueError, match=r"ids"):
+            sess.run(y, {x: np.array([1, 2, 3])})
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"must feed a value for placeholder tensor 'ids'"):
+            sess.run(y)
+        assert_close(sess.run(y, {x: [1, 2]}), np.array([2, 3], np.int32))
+
+
+def test_indexing_is_not_supported_yet():
+    with pytest.raises(TypeError, match="indexing"):
+        tf.placeholder(tf.float32, [3])[0]
