@@ -19,11 +19,17 @@ from pygrad.ops.math_ops import (abs, add, add_n, argmax, argmin, ceil, div, div
                                  squared_difference, subtract, tanh, truediv)
 from pygrad.ops import conv_ops as _conv_ops  # noqa: F401  (registers conv and pooling ops)
 from pygrad.ops import training_ops as _training_ops  # noqa: F401  (registers the fused update ops)
+from pygrad.ops.random_ops import get_seed, random_normal, random_uniform, truncated_normal
 from pygrad.ops.state_ops import (Variable, all_variables, assign, assign_add, assign_sub, global_variables,
                                   global_variables_initializer, group, initialize_all_variables,
                                   initialize_variables, local_variables, local_variables_initializer, no_op,
                                   trainable_variables, variables_initializer)
+from pygrad.ops.init_ops import (constant_initializer, glorot_normal_initializer, glorot_uniform_initializer,
+                                 ones_initializer, random_normal_initializer, random_uniform_initializer,
+                                 truncated_normal_initializer, variance_scaling_initializer, zeros_initializer)
+from pygrad.ops.variable_scope import AUTO_REUSE, VariableScope, get_variable, get_variable_scope, variable_scope
 from pygrad.registry import check_registry as _check_registry
+from pygrad.train.clip import clip_by_global_norm, clip_by_norm, clip_by_value, global_norm
 from pygrad.session import InteractiveSession, Session, get_default_session
 from pygrad.shapes import Dimension, TensorShape
 

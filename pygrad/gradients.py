@@ -139,3 +139,15 @@ def _ops_between(graph, xs, ys):
             stack.extend(consumers.get(t, ()))
     return from_x
 
+
+
+def decomposed_grad(compose):
+    """A gradient rule for a fused op: the gradient of compose(*inputs, **attrs), the same math
+    written with primitive ops, so the fused forward needs no hand-written backward."""
+
+    def grad(op, *dys):
+        outs = compose(*op.inputs, **op.attrs)
+        pairs = [(o, g) for o, g in zip(outs, dys) if g is not None]
+        return gradients([o for o, _ in pairs], list(op.inputs), grad_ys=[g for _, g in pairs])
+
+    return grad

@@ -336,6 +336,9 @@ class TensorLike:
     def __xor__(self, other):
         return _math().logical_xor(self, other)
 
+    def __rxor__(self, other):
+        return _math().logical_xor(other, self)
+
     def __invert__(self):
         return _math().logical_not(self)
 

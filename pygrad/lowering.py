@@ -182,11 +182,10 @@ class Lowering:
                 self.buffer_of[out] = src
         elif kind == KERNEL:
             ins = [self.operand(t) for i, t in enumerate(op.inputs) if i not in d.ignores_input_values]
-            if d.ref_input is not None:
-                ref = op.inputs[d.ref_input]
-                if self.buffer_of[ref].kind != "var":
-                    raise errors.InvalidArgumentError(None, op, op.error("the variable it writes cannot be fed"))
-                self.buffer_of[out] = self.buffer_of[ref]
+            if d.ref_input is not None and self.buffer_of[op.inputs[d.ref_input]].kind != "var":
+                raise errors.InvalidArgumentError(None, op, op.error("the variable it writes cannot be fed"))
+            if d.ref_input is not None and d.output_is_ref:
+                self.buffer_of[out] = self.buffer_of[op.inputs[d.ref_input]]
                 outs = [self.operand(out)]
             else:
                 outs = [self.output(op, i) for i in range(len(op.outputs))]

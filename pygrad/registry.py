@@ -56,7 +56,7 @@ class OpDef:
     all = {}
 
     def __init__(self, type, kernel=None, *, lowering=None, differentiable=True, broadcasting=False,
-                 ref_input=None, reads_ref=True, initializes=False, stateful=False):
+                 ref_input=None, reads_ref=True, output_is_ref=True, initializes=False, stateful=False):
         if type in OpDef.all:
             raise ValueError(f"op type {type} is defined twice")
         self.type = type
@@ -66,6 +66,7 @@ class OpDef:
         self.broadcasting = broadcasting  # gradients.py sums input gradients back to the input's shape
         self.ref_input = ref_input  # index of the variable input this op writes in place
         self.reads_ref = reads_ref  # False for a plain assign: the old value is not read
+        self.output_is_ref = output_is_ref  # output 0 is the written variable itself (assign ops)
         self.initializes = initializes  # writing the whole variable initializes it
         self.stateful = stateful
         self.ignores_input_values = set()  # inputs read for their shape only

@@ -187,8 +187,9 @@ class BaseSession:
         for t, a in zip(feed_tensors, arrays):
             if not t.shape.is_compatible_with(a.shape):
                 shape = tuple(a.shape)
-                raise ValueError(f"Cannot feed value of shape {shape} for Tensor '{t.name}', which has shape "
-                                 f"'{t.shape}'\n  {t.op.type.lower()} defined at {t.op.site}")
+                raise errors.InvalidArgumentError(
+                    None, t.op, f"Cannot feed value of shape {shape} for Tensor '{t.name}', which has shape "
+                                f"'{t.shape}'\n  {t.op.type.lower()} defined at {t.op.site}")
         fetch_tensors, targets, index = [], [], []
         for e in elements:
             if isinstance(e, Operation):
@@ -206,11 +207,14 @@ class BaseSession:
 
     # ---- variables ----
     def _variable_id(self, var_op):
-        """The store id of a VariableV2 op (variables are numbered in creation order)."""
+        """The store id of a VariableV2 op (variables are numbered in creation order). Hidden state
+        (a random op's counter) starts initialized, at zero."""
         index = var_op.attrs["var_index"]
         while len(self._store) <= index:
             v = self.graph._variables[len(self._store)]
-            self._store.add(v.op.name, v.dtype.code, v.shape.as_list())
+            i = self._store.add(v.op.name, v.dtype.code, v.shape.as_list())
+            if getattr(v, "auto_initialized", False):
+                self._store.set_initialized(i, True)
         return index
 
     def _write_variable(self, var, value):

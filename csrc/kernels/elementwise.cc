@@ -148,8 +148,11 @@ struct Sigmoid {  // 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below: exp never overflo
   static constexpr Domain domain = Domain::floating;
   template <class T> T operator()(T x) const {
     const T e = std::exp(-std::abs(x));
-    const T r = T(1) / (T(1) + e);
-    return x >= T(0) ? r : e * r;
+    // The numerator is exactly 1 (x >= +0) or e (x <= -0), picked without a branch: the loop calls
+    // exp so it is not vectorized, and a branch on the sign of random inputs mispredicts.
+    const T s = std::copysign(T(1), x);
+    const T num = (T(1) + s) * T(0.5) + (T(1) - s) * T(0.5) * e;
+    return num / (T(1) + e);
   }
 };
 struct Tanh {

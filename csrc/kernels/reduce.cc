@@ -198,8 +198,13 @@ ReducePlan plan_reduce(const Shape& x, const std::vector<int64_t>& axes) {
   return p;
 }
 
-// Adds x[0:n] into the lane accumulators, element i into lane i % kLanes.
+// Adds x[0:n] into the lane accumulators, element i into lane i % kLanes; a short run (n < 2 *
+// kLanes, decided per plan) goes into lane 0 alone.
 template <class R, class T> inline void accumulate_lanes(const T* x, int64_t n, typename R::A* lane) {
+  if (n < 2 * kLanes) {
+    for (int64_t i = 0; i < n; ++i) lane[0] = R::step(lane[0], x[i]);
+    return;
+  }
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
 #pragma GCC unroll 1  // keep the lane loop a loop: the loop vectorizer handles selects (max, min), SLP does not
@@ -226,6 +231,7 @@ template <class R, class T> void reduce_fwd(ConstView<T> x, View<T> y, const Red
     case ReducePlan::rows: {
       // Each output: kLanes accumulators over its contiguous runs, merged pairwise at the end.
       const int64_t combos = p.reduced.numel();
+      const int lanes = p.inner < 2 * kLanes ? 1 : kLanes;
       parallel_for(p.n_out, std::max<int64_t>(1, kGrain / p.count), [&](int64_t lo, int64_t hi) {
         Walk out(p.kept, lo);
         for (int64_t o = lo; o < hi; ++o, out.next()) {
@@ -234,7 +240,7 @@ template <class R, class T> void reduce_fwd(ConstView<T> x, View<T> y, const Red
           Walk r(p.reduced, 0);
           for (int64_t k = 0; k < combos; ++k, r.next())
             accumulate_lanes<R>(px + out.offset + r.offset, p.inner, lane);
-          for (int w = kLanes / 2; w >= 1; w /= 2)
+          for (int w = lanes / 2; w >= 1; w /= 2)
             for (int l = 0; l < w; ++l) lane[l] = R::merge(lane[l], lane[l + w]);
           py[o] = R::finish(lane[0], p.count);
         }

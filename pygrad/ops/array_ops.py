@@ -61,16 +61,16 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_
 
 def convert_n_same_dtype(values, op_name):
     """Converts values to tensors of one dtype: Python numbers and NumPy values follow the first
-    Tensor among them (TF1 converts `x32 * np.array([1., 2.])` to float32 too)."""
-    hint = next((v.dtype if isinstance(v, Tensor) else v._as_graph_element().dtype
-                 for v in values if isinstance(v, TensorLike)), None)
-    out = [convert_to_tensor(v, dtype=hint if not isinstance(v, TensorLike) and _follows_hint(v) else None)
-           for v in values]
-    for t in out[1:]:
-        if t.dtype != out[0].dtype:
-            # Reported by the op's own dtype rule, which knows its name and site.
-            break
-    return out
+    Tensor among them (TF1 converts `x32 * np.array([1., 2.])` to float32 too), and are built in
+    that tensor's graph. A remaining dtype mismatch is left to the op's dtype rule, which names
+    the op and the user's line."""
+    first = next((v if isinstance(v, Tensor) else v._as_graph_element() for v in values
+                  if isinstance(v, TensorLike)), None)
+    if first is None:
+        return [convert_to_tensor(v) for v in values]
+    with first.graph.as_default():
+        return [convert_to_tensor(v, dtype=first.dtype if not isinstance(v, TensorLike) and _follows_hint(v) else None)
+                for v in values]
 
 
 def _follows_hint(v):

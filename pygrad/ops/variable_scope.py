@@ -1,0 +1,145 @@
+"""tf.variable_scope and tf.get_variable: named, shareable variables (TF1 semantics)."""
+import contextlib
+
+from pygrad import dtypes
+from pygrad.graph import get_default_graph
+from pygrad.ops import init_ops
+from pygrad.ops.array_ops import convert_to_tensor
+from pygrad.ops.state_ops import Variable
+from pygrad.shapes import as_shape
+
+
+class _ReuseMode:
+    def __repr__(self):
+        return "tf.AUTO_REUSE"
+
+
+AUTO_REUSE = _ReuseMode()
+
+
+class VariableScope:
+    """A variable scope: its name, reuse mode and defaults for get_variable."""
+
+    def __init__(self, reuse, name="", initializer=None, regularizer=None, dtype=dtypes.float32, name_scope=""):
+        self.name = name
+        self.reuse = reuse
+        self.initializer = initializer
+        self.regularizer = regularizer
+        self.dtype = dtypes.as_dtype(dtype)
+        self.original_name_scope = name_scope
+
+    def reuse_variables(self):
+        self.reuse = True
+
+    def set_initializer(self, initializer):
+        self.initializer = initializer
+
+    def get_variable(self, name, *args, **kwargs):
+        return get_variable(name, *args, **kwargs)
+
+
+def _state(graph):
+    """(scope stack, variable store, scope-name use counts) of a graph, created on first use."""
+    if not hasattr(graph, "_var_scope_state"):
+        graph._var_scope_state = ([VariableScope(False)], {}, {})
+    return graph._var_scope_state
+
+
+def get_variable_scope():
+    return _state(get_default_graph())[0][-1]
+
+
+@contextlib.contextmanager
+def variable_scope(name_or_scope, default_name=None, values=None, initializer=None, regularizer=None,
+                   caching_device=None, partitioner=None, custom_getter=None, reuse=None, dtype=None,
+                   use_resource=None, constraint=None, auxiliary_name_scope=True):
+    """Opens a variable scope (and a name scope of the same name). A string re-opens the same
+    variable scope each time; None with default_name makes a new unique one; reuse=True or
+    AUTO_REUSE lets get_variable return existing variables, and is inherited by nested scopes."""
+    graph = get_default_graph()
+    stack, _, counts = _state(graph)
+    parent = stack[-1]
+    if name_or_scope is None and default_name is None:
+        raise TypeError("If default_name is None then name_or_scope is required")
+    if isinstance(name_or_scope, VariableScope):
+        full = name_or_scope.name
+        name_scope = name_or_scope.original_name_scope
+        base = name_or_scope
+    else:
+        short = name_or_scope
+        if short is None:
+            prefix = parent.name + "/" if parent.name else ""
+            i = counts.get(prefix + default_name, 0)
+            counts[prefix + default_name] = i + 1
+            short = default_name if i == 0 else f"{default_name}_{i}"
+        full = parent.name + "/" + short if parent.name else short
+        name_scope = None
+        base = parent
+    if reuse is False:
+        reuse = parent.reuse if parent.reuse else False
+    elif reuse is None:
+        reuse = base.reuse if isinstance(name_or_scope, VariableScope) else parent.reuse
+    if parent.reuse is True and reuse is not AUTO_REUSE:
+        reuse = True
+    scope = VariableScope(reuse, full, initializer or base.initializer, regularizer or base.regularizer,
+                          dtype or base.dtype)
+    ns_name = name_scope if name_scope else full.split("/")[-1]
+    with graph.name_scope(ns_name) as ns:
+        scope.original_name_scope = ns
+        stack.append(scope)
+        try:
+            yield scope
+        finally:
+            stack.pop()
+
+
+def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None, collections=None,
+                 caching_device=None, partitioner=None, validate_shape=True, use_resource=None, custom_getter=None,
+                 constraint=None, synchronization=None, aggregation=None):
+    """The variable '<scope>/name': created on first call (the initializer defaults to the scope's,
+    else glorot_uniform for floats and zeros otherwise), returned again when the scope reuses."""
+    graph = get_default_graph()
+    _, store, _ = _state(graph)
+    scope = get_variable_scope()
+    full = scope.name + "/" + name if scope.name else name
+    shape = as_shape(shape) if shape is not None else None
+    if full in store:
+        if scope.reuse is False:
+            raise ValueError(f"Variable {full} already exists, disallowed. Did you mean to set reuse=True or "
+                             f"reuse=tf.AUTO_REUSE in VarScope?")
+        var = store[full]
+        if shape is not None and not shape.is_compatible_with(var.shape):
+            raise ValueError(f"Trying to share variable {full}, but specified shape {shape} and found shape "
+                             f"{var.shape}.")
+        if dtype is not None and dtypes.as_dtype(dtype) != var.dtype:
+            raise ValueError(f"Trying to share variable {full}, but specified dtype {dtypes.as_dtype(dtype).name} "
+                             f"and found dtype {var.dtype.name}.")
+        return var
+    if scope.reuse is True:
+        raise ValueError(f"Variable {full} does not exist, or was not created with tf.get_variable(). Did you mean "
+                         f"to set reuse=tf.AUTO_REUSE in VarScope?")
+    initializer = initializer if initializer is not None else scope.initializer
+    if initializer is not None and not callable(initializer):
+        initial = convert_to_tensor(initializer, dtype=dtype)  # a tensor or a value gives its own shape
+        if shape is not None and not shape.is_compatible_with(initial.shape):
+            raise ValueError(f"get_variable {full}: initializer shape {initial.shape} does not match shape {shape}")
+        init_fn = lambda: initial  # noqa: E731
+    else:
+        if shape is None or not shape.is_fully_defined():
+            raise ValueError(f"Shape of a new variable ({full}) must be fully defined, but instead was {shape}.")
+        dt = dtypes.as_dtype(dtype) if dtype is not None else scope.dtype
+        if initializer is None:
+            initializer = init_ops.glorot_uniform_initializer() if dt.is_floating else init_ops.zeros_initializer()
+        init_fn = lambda: initializer(shape.as_list(), dtype=dt)  # noqa: E731
+    graph.unique_name(full)  # mark the name used, so later ops named like it get a suffix
+    with graph.name_scope(None):
+        var = Variable(init_fn, trainable=True if trainable is None else trainable, collections=collections,
+                       name=full + "/", dtype=dtype)
+    store[full] = var
+    if regularizer is not None or scope.regularizer is not None:
+        from pygrad.graph import GraphKeys
+
+        loss = (regularizer or scope.regularizer)(var)
+        if loss is not None:
+            graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
+    return var

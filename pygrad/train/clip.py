@@ -1,0 +1,50 @@
+"""Gradient clipping: clip_by_global_norm (one fused native pass), global_norm, clip_by_norm,
+clip_by_value. Each is differentiable."""
+from pygrad.graph import get_default_graph
+from pygrad.ops import math_ops
+from pygrad.ops.array_ops import convert_to_tensor, identity
+from pygrad.ops.training_ops import ClipByGlobalNorm
+
+
+def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
+    """(t_list scaled by clip_norm / max(global_norm, clip_norm), global_norm); None entries pass
+    through. global_norm = sqrt(sum of squares of every entry), or use_norm when given."""
+    if not isinstance(t_list, (list, tuple)):
+        raise TypeError("t_list should be a sequence")
+    present = [i for i, t in enumerate(t_list) if t is not None]
+    if not present:
+        raise ValueError("clip_by_global_norm: t_list has no tensors")
+    ts = [convert_to_tensor(t_list[i]) for i in present]
+    clip = convert_to_tensor(clip_norm, dtype=ts[0].dtype)
+    extra = [convert_to_tensor(use_norm, dtype=ts[0].dtype)] if use_norm is not None else []
+    with get_default_graph().name_scope(name or "clip_by_global_norm"):
+        outs = ClipByGlobalNorm(*ts, clip, *extra, n=len(ts), has_use_norm=use_norm is not None)
+    clipped = [None] * len(t_list)
+    for i, t in zip(present, outs[:-1]):
+        clipped[i] = t
+    return clipped, outs[-1]
+
+
+def global_norm(t_list, name=None):
+    """sqrt(sum of the squares of every entry of every tensor); None entries are ignored."""
+    ts = [convert_to_tensor(t) for t in t_list if t is not None]
+    if not ts:
+        raise ValueError("global_norm: t_list has no tensors")
+    with get_default_graph().name_scope(name or "global_norm"):
+        return math_ops.sqrt(math_ops.add_n([math_ops.reduce_sum(t * t) for t in ts]))
+
+
+def clip_by_norm(t, clip_norm, axes=None, name=None):
+    """t * clip_norm / max(l2norm(t), clip_norm), the norm taken over axes (default: all), as TF1."""
+    with get_default_graph().name_scope(name or "clip_by_norm"):
+        t = convert_to_tensor(t)
+        clip_norm = convert_to_tensor(clip_norm, dtype=t.dtype)
+        l2norm_inv = math_ops.rsqrt(math_ops.reduce_sum(t * t, axis=axes, keepdims=True))
+        return identity(t * clip_norm * math_ops.minimum(l2norm_inv, 1.0 / clip_norm))
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """min(max(t, clip_value_min), clip_value_max)."""
+    with get_default_graph().name_scope(name or "clip_by_value"):
+        t = convert_to_tensor(t)
+        return math_ops.minimum(math_ops.maximum(t, clip_value_min), clip_value_max)

@@ -1,0 +1,72 @@
+"""tf.train.ExponentialMovingAverage: shadow variables updated as shadow -= (1 - decay) * (shadow - var)."""
+from pygrad.graph import GraphKeys, get_default_graph
+from pygrad.ops import math_ops, state_ops
+from pygrad.ops.array_ops import cast, convert_to_tensor, identity, zeros
+
+
+class ExponentialMovingAverage:
+    """Keeps a moving average of variables (or tensors). With num_updates, the decay is
+    min(decay, (1 + num_updates) / (10 + num_updates)), as in TF."""
+
+    def __init__(self, decay, num_updates=None, zero_debias=False, name="ExponentialMovingAverage"):
+        self._decay = decay
+        self._num_updates = num_updates
+        self._name = name
+        self._averages = {}
+
+    @property
+    def name(self):
+        return self._name
+
+    def apply(self, var_list=None):
+        """Creates the shadow variables (once) and returns the op that updates them all."""
+        graph = get_default_graph()
+        if var_list is None:
+            var_list = graph.get_collection(GraphKeys.TRAINABLE_VARIABLES)
+        for var in var_list:
+            if var.dtype.base_dtype not in (math_ops.dtypes.float32, math_ops.dtypes.float64):
+                raise TypeError(f"The variables must be float or double: {var.name}")
+            if var in self._averages:
+                continue
+            with graph.name_scope(None):
+                if isinstance(var, state_ops.Variable):
+                    with graph.control_dependencies([var.initializer]):
+                        init = identity(var)  # the variable's initialized value
+                else:  # a tensor: its average starts at zero
+                    init = zeros(var.shape.as_list(), var.dtype)
+                avg = state_ops.Variable(init, trainable=False, name=self.average_name(var))
+            graph.add_to_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, var)
+            self._averages[var] = avg
+        with graph.name_scope(self._name) as scope:
+            decay = convert_to_tensor(self._decay, preferred_dtype="float32", name="decay")
+            if self._num_updates is not None:
+                n = cast(convert_to_tensor(self._num_updates), decay.dtype)
+                decay = math_ops.minimum(decay, (1.0 + n) / (10.0 + n))
+            updates = []
+            for var in var_list:
+                avg = self._averages[var]
+                d = cast(decay, var.dtype)
+                updates.append(state_ops.assign_sub(avg, (avg - var) * (1.0 - d)))
+            return state_ops.group(*updates, name=scope)
+
+    def average(self, var):
+        return self._averages.get(var)
+
+    def average_name(self, var):
+        return var.op.name + "/" + self._name
+
+    def variables_to_restore(self, moving_avg_variables=None):
+        """{checkpoint name: variable}: the averaged variables map their average's name to
+        themselves, the others their own name, so restoring loads the averages."""
+        graph = get_default_graph()
+        if moving_avg_variables is None:
+            moving_avg_variables = graph.get_collection(GraphKeys.TRAINABLE_VARIABLES) + \
+                graph.get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES)
+        restore = {}
+        for v in set(moving_avg_variables):
+            restore[self.average_name(v)] = v
+        shadows = set(self._averages.values())
+        for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES):
+            if v not in shadows and v.op.name not in restore:
+                restore[v.op.name] = v
+        return restore
