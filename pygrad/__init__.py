@@ -15,8 +15,10 @@ from pygrad.ops.math_ops import (abs, add, add_n, argmax, argmin, ceil, div, div
                                  greater, greater_equal, less, less_equal, log, log1p, logical_and, logical_not,
                                  logical_or, logical_xor, matmul, maximum, minimum, multiply, negative, not_equal,
                                  pow, realdiv, reciprocal, reduce_all, reduce_any, reduce_max, reduce_mean,
-                                 reduce_min, reduce_sum, round, rsqrt, scalar_mul, sigmoid, sign, sqrt, square,
-                                 squared_difference, subtract, tanh, truediv)
+                                 reduce_min, reduce_prod, reduce_sum, round, rsqrt, scalar_mul, sigmoid, sign, sqrt,
+                                 square, squared_difference, subtract, tanh, truediv)
+from pygrad.ops.manip_ops import concat, gather, newaxis, one_hot, split, stack, tile, unstack, where
+from pygrad.ops.slice_ops import slice, strided_slice  # noqa: A004
 from pygrad.ops import conv_ops as _conv_ops  # noqa: F401  (registers conv and pooling ops)
 from pygrad.ops import training_ops as _training_ops  # noqa: F401  (registers the fused update ops)
 from pygrad.ops.random_ops import get_seed, random_normal, random_uniform, truncated_normal

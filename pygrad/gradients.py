@@ -70,7 +70,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
             if gy is None:
                 if not _backprops(y):
                     raise TypeError(f"gradients: ys must be floating point, {y.name} has dtype {y.dtype.name}")
-                gy = (array_ops.constant(np.ones(y.shape.as_list(), y.dtype.np), name=f"grad_ys")
+                gy = (array_ops.constant(np.ones(y.shape.as_list(), y.dtype.np), name="grad_ys")
                       if y.shape.is_fully_defined() else array_ops.ones_like(y, name="grad_ys"))
             else:
                 gy = array_ops.convert_to_tensor(gy, dtype=y.dtype)

@@ -5,7 +5,7 @@ import threading
 
 from pygrad import dtypes as _dtypes
 from pygrad import errors
-from pygrad.shapes import TensorShape, as_shape
+from pygrad.shapes import as_shape
 
 
 class GraphKeys:

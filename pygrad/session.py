@@ -126,13 +126,18 @@ class BaseSession:
         """Runs what fetches need once; returns their values in the structure of fetches."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        if type(fetches) is Tensor and fetches.graph is self.graph:  # the common case, without structure handling
-            elements, fetch_spec = [fetches], None
+        graph, kind = self.graph, type(fetches)
+        # Fast paths for a tensor and a flat list or tuple of graph elements; _Fetches for the rest.
+        if kind is Tensor and fetches.graph is graph:
+            elements, fetch_spec = (fetches,), None
+        elif (kind is list or kind is tuple) and all(
+                (type(e) is Tensor or type(e) is Operation) and e.graph is graph for e in fetches):
+            elements, fetch_spec = tuple(fetches), kind
         else:
-            fetch_spec = _Fetches(self.graph, fetches)
-            elements = fetch_spec.elements
+            fetch_spec = _Fetches(graph, fetches)
+            elements = tuple(fetch_spec.elements)
         feed_tensors, arrays = self._feeds(feed_dict) if feed_dict else ((), [])
-        key = (tuple(elements), feed_tensors, tuple(a.shape for a in arrays))
+        key = (elements, feed_tensors, tuple(a.shape for a in arrays))
         compiled = self._plans.get(key)
         if compiled is None:
             compiled = self._compile(elements, feed_tensors, arrays)
@@ -147,6 +152,10 @@ class BaseSession:
                   for i in compiled.fetch_index]
         if fetch_spec is None:
             return values[0]
+        if fetch_spec is list:
+            return values
+        if fetch_spec is tuple:
+            return tuple(values)
         return fetch_spec.rebuild(values)
 
     def _feeds(self, feed_dict):

@@ -1,4 +1,5 @@
-"""Shared fixtures: a fresh default graph for every test, and TensorFlow as an optional peer."""
+"""Shared fixtures: a fresh default graph for every test, the MNIST directory, and TensorFlow as an
+optional peer."""
 import os
 import warnings
 
@@ -11,6 +12,22 @@ import pygrad as tf
 def fresh_graph():
     """Every test builds in a new default graph (test files may override this fixture)."""
     tf.reset_default_graph()
+
+
+MNIST_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+               "t10k-labels-idx1-ubyte.gz")
+
+
+@pytest.fixture(scope="session")
+def mnist_dir():
+    """The directory named by PYGRAD_MNIST_DIR, holding the four canonical MNIST .gz files."""
+    path = os.environ.get("PYGRAD_MNIST_DIR")
+    if not path:
+        pytest.fail("set PYGRAD_MNIST_DIR to the directory holding the four MNIST .gz files")
+    missing = [f for f in MNIST_FILES if not os.path.isfile(os.path.join(path, f))]
+    if missing:
+        pytest.fail(f"PYGRAD_MNIST_DIR={path!r} lacks {', '.join(missing)}")
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -251,3 +251,69 @@ def l2_loss(t):
 
 def bias_add(value, bias):
     return f64(value) + f64(bias)
+
+
+# ---------------------------------------------------------------- array manipulation (test_manip_ops)
+
+
+def gather(params, indices, axis=0):
+    """tf.gather by loops: out[a, i, b] = params[a, indices[i], b] (indices any shape, in range)."""
+    params, indices = np.asarray(params), np.asarray(indices)
+    pre, post = params.shape[:axis], params.shape[axis + 1:]
+    out = np.empty(pre + indices.shape + post, dtype=params.dtype)
+    for a in np.ndindex(pre):
+        for i in np.ndindex(indices.shape):
+            out[a + i] = params[a + (int(indices[i]),)]
+    return out
+
+
+def gather_grad(params_shape, indices, dy, axis=0):
+    """The dense gradient of gather: dy added into zeros at the gathered positions."""
+    indices = np.asarray(indices)
+    pre = tuple(params_shape[:axis])
+    out = np.zeros(params_shape)
+    for a in np.ndindex(pre):
+        for i in np.ndindex(indices.shape):
+            out[a + (int(indices[i]),)] += f64(dy)[a + i]
+    return out
+
+
+def one_hot_tf(indices, depth, on_value=1.0, off_value=0.0, axis=-1, dtype=np.float64):
+    """tf.one_hot by loops: an index outside [0, depth) gives a row of off_value."""
+    indices = np.asarray(indices)
+    axis = indices.ndim if axis == -1 else axis
+    out = np.full(indices.shape[:axis] + (depth,) + indices.shape[axis:], off_value, dtype=dtype)
+    for idx in np.ndindex(indices.shape):
+        j = int(indices[idx])
+        if 0 <= j < depth:
+            out[idx[:axis] + (j,) + idx[axis:]] = on_value
+    return out
+
+
+def select_tf1(condition, x, y):
+    """TF1 tf.where(c, x, y): c has x's shape, or is a vector choosing whole rows of x and y."""
+    condition, x, y = np.asarray(condition), np.asarray(x), np.asarray(y)
+    if condition.shape != x.shape:
+        condition = condition.reshape(condition.shape + (1,) * (x.ndim - 1))
+    return np.where(condition, x, y)
+
+
+def prod_grad(x, axis=None, dy=None):
+    """The gradient of reduce_prod(x, axis, keepdims=True) with cotangent dy: each element gets
+    dy times the product of the other elements of its group, multiplied out (no division, so
+    zeros are exact)."""
+    x = f64(x)
+    axes = tuple(range(x.ndim)) if axis is None else tuple(a % x.ndim for a in np.atleast_1d(axis))
+    kept = [d for d in range(x.ndim) if d not in axes]
+    dy = np.ones([1 if d in axes else x.shape[d] for d in range(x.ndim)]) if dy is None else f64(dy)
+    dy = dy.reshape([1 if d in axes else x.shape[d] for d in range(x.ndim)])
+    out = np.zeros_like(x)
+    for k in np.ndindex(tuple(x.shape[d] for d in kept)):
+        group = [idx for idx in np.ndindex(x.shape) if tuple(idx[d] for d in kept) == k]
+        for j in group:
+            p = 1.0
+            for i in group:
+                if i != j:
+                    p *= x[i]
+            out[j] = p * dy[tuple(0 if d in axes else j[d] for d in range(x.ndim))]
+    return out

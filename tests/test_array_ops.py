@@ -261,8 +261,3 @@ def test_feed_dtype_and_shape_errors():
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"must feed a value for placeholder tensor 'ids'"):
             sess.run(y)
         assert_close(sess.run(y, {x: [1, 2]}), np.array([2, 3], np.int32))
-
-
-def test_indexing_is_not_supported_yet():
-    with pytest.raises(TypeError, match="indexing"):
-        tf.placeholder(tf.float32, [3])[0]

@@ -128,7 +128,10 @@ def _conv_inputs(case, dtype, *key):
 @pytest.mark.parametrize("case", CONV, ids=lambda c: c.id)
 def test_conv2d_forward(case, dtype):
     x, f = _conv_inputs(case, dtype)
-    assert_close(run_forward(case.fn, [x, f]), ref_conv2d(x, f, case.strides, case.padding), dtype=dtype)
+    # Each output is a dot product: its rounding error is relative to |x| conv |f|, not to the result.
+    scale = ref_conv2d(np.abs(x), np.abs(f), case.strides, case.padding)
+    assert_close(run_forward(case.fn, [x, f]), ref_conv2d(x, f, case.strides, case.padding), dtype=dtype,
+                 scale=scale)
 
 
 @pytest.mark.parametrize("case", [CONV[1], CONV[3], CONV[5]], ids=lambda c: c.id)
@@ -177,6 +180,21 @@ def test_conv2d_backprop_ops_grad(case):
 def test_conv2d_second_derivative():
     case = SMALL_CONV[0]
     check_grad(case.fn, _conv_inputs(case, "float64", "order2"), order=2)
+
+
+def test_conv2d_argument_forms():
+    """strides as [1, h, w, 1], [h, w] or an int; `filters=` as TF2's alias of filter."""
+    case = CONV[6]
+    x, f = _conv_inputs(case, "float64", "forms")
+    want = ref_conv2d(x, f, case.strides, case.padding)
+    for strides in ([1, 3, 2, 1], [3, 2]):
+        assert_close(run_forward(lambda a, b: tf.nn.conv2d(a, b, strides, "SAME"), [x, f]), want)
+    assert_close(run_forward(lambda a, b: tf.nn.conv2d(input=a, filters=b, strides=[3, 2], padding="SAME",
+                                                       dilations=1), [x, f]), want)
+    y = tf.nn.conv2d(tf.placeholder(tf.float32, [1, 8, 8, 2]), tf.zeros([3, 3, 2, 4]), 2, "VALID", name="layer")
+    assert y.op.name == "layer" and y.op.type == "Conv2D" and y.shape.as_list() == [1, 3, 3, 4]
+    with pytest.raises(ValueError, match="filter or filters, not both"):
+        tf.nn.conv2d(y, tf.zeros([1, 1, 4, 1]), 1, "SAME", filters=tf.zeros([1, 1, 4, 1]))
 
 
 def test_conv2d_hand_computed():
@@ -268,7 +286,8 @@ def test_max_pool_grad_ties_go_to_the_first_max(case, dtype):
 
 def test_max_pool_hand_computed():
     # One 2x2 window holding 3 twice: the first 3 (row-major) takes the gradient.
-    _, (dx,) = evaluate(lambda x: tf.nn.max_pool(x, 2, 2, "VALID"), [np.array([1.0, 3.0, 3.0, 2.0]).reshape(1, 2, 2, 1)])
+    x = np.array([1.0, 3.0, 3.0, 2.0]).reshape(1, 2, 2, 1)
+    _, (dx,) = evaluate(lambda t: tf.nn.max_pool(t, 2, 2, "VALID"), [x])
     assert_close(dx, np.array([0.0, 1.0, 0.0, 0.0]).reshape(1, 2, 2, 1))
     # A constant input, windows 2x2 stride 1: each window's gradient goes to its top-left position.
     _, (dx,) = evaluate(lambda x: tf.nn.max_pool(x, [1, 2, 2, 1], [1, 1, 1, 1], "VALID"), [np.ones((1, 3, 3, 1))])
@@ -325,7 +344,8 @@ def test_pool_argument_forms():
         assert_close(run_forward(lambda t: tf.nn.max_pool(t, ksize, strides, "SAME"), [x]), want)
     assert_close(run_forward(lambda t: tf.nn.max_pool2d(input=t, ksize=[3, 2], strides=[2, 1], padding="SAME"), [x]),
                  want)
-    assert_close(run_forward(lambda t: tf.nn.avg_pool(t, 2, 2, "VALID"), [x]), ref_pool(x, (2, 2), (2, 2), "VALID", "avg"))
+    assert_close(run_forward(lambda t: tf.nn.avg_pool(t, 2, 2, "VALID"), [x]),
+                 ref_pool(x, (2, 2), (2, 2), "VALID", "avg"))
 
 
 # ---------------------------------------------------------------- bad input
@@ -375,7 +395,8 @@ def test_bad_input_raises_at_build_time(build, match):
 def test_bad_dtypes_raise_type_error():
     with pytest.raises(TypeError, match=r"Conv2D 'Conv2D(_\d+)?': input has dtype int32"):
         tf.nn.conv2d(tf.placeholder(tf.int32, [1, 4, 4, 1]), tf.zeros([2, 2, 1, 1], tf.int32), 1, "SAME")
-    with pytest.raises(TypeError, match=r"input and filter must have one dtype, got input: float32 and filter: float64"):
+    with pytest.raises(TypeError, match=r"input and filter must have one dtype, got input: float32 and filter: "
+                                        r"float64"):
         tf.nn.conv2d(tf.placeholder(tf.float32, [1, 4, 4, 1]), tf.zeros([2, 2, 1, 1], tf.float64), 1, "SAME")
 
 

@@ -1,5 +1,7 @@
-"""The seed program prints TensorFlow's numbers (epoch costs within 1e-3, accuracy 0.873 +- 0.005)."""
-import os
+"""The seed program prints TensorFlow's numbers (epoch costs within 1e-3, accuracy 0.873 +- 0.005).
+
+The batch order is random, and the first epoch's cost moves by about +-5e-4 with it, so the test fixes
+the order with --seed; TensorFlow's own runs spread the same way."""
 import re
 import subprocess
 import sys
@@ -11,17 +13,10 @@ ROOT = Path(__file__).resolve().parents[1]
 TF_COSTS = [1.1843, 0.6654, 0.5529, 0.4987, 0.4656, 0.4426, 0.4256, 0.4122, 0.4014, 0.3924]
 
 
-@pytest.fixture(scope="module")
-def mnist_dir():
-    d = os.environ.get("PYGRAD_MNIST_DIR")
-    if not d:
-        pytest.fail("set PYGRAD_MNIST_DIR to the directory holding the four MNIST .gz files")
-    return d
-
-
 @pytest.mark.parametrize("mode", [[], ["--manual"]], ids=["minimize", "manual"])
 def test_mnist_softmax_matches_tensorflow(mnist_dir, mode):
-    out = subprocess.run([sys.executable, str(ROOT / "examples" / "mnist_softmax.py"), mnist_dir, *mode],
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "mnist_softmax.py"), mnist_dir, "--seed", "0",
+                          *mode],
                          capture_output=True, text=True, timeout=600, check=True).stdout
     costs = [float(c) for c in re.findall(r"^Epoch: \d{4} cost= (\d+\.\d{9})$", out, re.M)]
     assert len(costs) == 10, out

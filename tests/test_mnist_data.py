@@ -32,18 +32,6 @@ FILES = (TRAIN_IMAGES, TRAIN_LABELS, TEST_IMAGES, TEST_LABELS)
 # Fixtures and helpers
 
 
-@pytest.fixture(scope="module")
-def mnist_dir():
-    path = os.environ.get("PYGRAD_MNIST_DIR")
-    if not path:
-        pytest.skip("PYGRAD_MNIST_DIR is not set; it must name the directory "
-                    "holding the four canonical MNIST .gz files")
-    missing = [f for f in FILES if not os.path.isfile(os.path.join(path, f))]
-    if missing:
-        pytest.fail("PYGRAD_MNIST_DIR=%r lacks %s" % (path, ", ".join(missing)))
-    return path
-
-
 def _raw_parse(path):
     """Independent IDX parser: uint8 images [N, 28, 28] or labels [N]."""
     with gzip.open(path, "rb") as f:

@@ -41,7 +41,7 @@ def test_run_by_name():
     a = tf.constant([1., 2.])
     b = tf.add(a, 3.0)
     assert b.name == "Add:0"
-    v = tf.Variable(1.0, name="v")
+    tf.Variable(1.0, name="v")
     with tf.Session() as sess:
         assert sess.run("v/Assign") is None  # an op name runs the op
         np.testing.assert_array_equal(sess.run("Add:0"), [4., 5.])

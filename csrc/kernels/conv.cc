@@ -10,20 +10,19 @@
 // column per filter tap, k = (kh, kw, c): cols[m, k] = x[n, oh*sh - pt + kh, ow*sw - pl + kw, c].
 // Its columns are ordered like the rows of w viewed as a [K, O] matrix (K = KH*KW*C), so
 //   y = cols @ w,   dcols = dy @ w^T (then dx sums dcols back over the taps),   dw = cols^T @ dy.
-// The batch is processed in chunks of whole images whose patch matrix fits a budget (at least one
-// image), in a thread-local, grow-only scratch buffer of the calling thread. im2col runs in
-// parallel over image rows, the sum back (col2im) over images; the gemm parallelizes inside the BLAS. Every output
-// element is computed in an order fixed by the shapes alone (chunking never depends on the thread
-// count), so results are deterministic. When the patch matrix is the input itself (1x1 filter,
-// stride 1, no padding; or a filter covering the whole input with one output position), there is
-// no im2col and no scratch: one gemm over the batch.
+// The batch is processed in chunks of whole images whose patch matrix fits 4 MB (or one image, if
+// larger), held in a thread-local, grow-only scratch buffer of the calling thread. im2col runs in
+// parallel over image rows, the sum back (col2im) in parallel over images, and the gemm in parallel
+// inside the BLAS. Each output element is computed in an order fixed by the shapes alone (chunks
+// never depend on the thread count), so results are deterministic. When the patch matrix is the
+// input itself (1x1 filter, stride 1, no padding; or a filter covering the whole input with one
+// output position), there is no im2col and no scratch: one gemm over the whole batch.
 //
 // Aliasing: no output may share memory with an input.
 #include <cblas.h>
 
 #include <algorithm>
 #include <memory>
-#include <cstdlib>  // TEMP
 
 #include "pg/parallel.h"
 #include "runtime/kernel.h"
@@ -31,7 +30,7 @@
 namespace pg {
 namespace {
 
-static const int64_t kScratchBytes = std::getenv("PG_CONV_SCRATCH") ? std::atoll(std::getenv("PG_CONV_SCRATCH")) : (int64_t{4} << 20);  // TEMP
+constexpr int64_t kScratchBytes = int64_t{4} << 20;  // patch matrix budget per chunk (at least one image)
 constexpr int64_t kGrain = 16384;                    // elements per parallel chunk of im2col / col2im
 
 inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
@@ -54,16 +53,6 @@ template <class T> T* thread_scratch(int64_t n) {
     capacity = n;
   }
   return buf.get();
-}
-
-// dst[0, n) = src[0, n) (or 0). Written in blocks of 8 so the compiler inlines and vectorizes them
-// instead of calling memmove/memset: im2col's runs are short (KW * C values, 5 for a 5x5 filter
-// on one channel) and a library call per run costs more than the copy.
-template <class T> inline void copy_run(const T* src, int64_t n, T* dst) {
-  std::copy(src, src + n, dst);
-}
-template <class T> inline void zero_run(int64_t n, T* dst) {
-  if (n > 0) std::fill(dst, dst + n, T(0));
 }
 
 struct ConvGeom {
@@ -99,12 +88,13 @@ template <class T> void im2col(const T* x, const ConvGeom& g, int64_t first_n, i
         T* dst = row + kh * span;
         const int64_t ih = oh * g.sh - g.pt + kh;
         if (ih < 0 || ih >= g.h) {
-          zero_run(span, dst);
+          std::fill(dst, dst + span, T(0));
           continue;
         }
-        zero_run(kw_lo * g.c, dst);
-        copy_run(x + ((n * g.h + ih) * g.w + iw0 + kw_lo) * g.c, (kw_hi - kw_lo) * g.c, dst + kw_lo * g.c);
-        zero_run(span - kw_hi * g.c, dst + kw_hi * g.c);
+        std::fill(dst, dst + kw_lo * g.c, T(0));
+        const T* src = x + ((n * g.h + ih) * g.w + iw0 + kw_lo) * g.c;
+        std::copy(src, src + (kw_hi - kw_lo) * g.c, dst + kw_lo * g.c);
+        std::fill(dst + kw_hi * g.c, dst + span, T(0));
       }
     }
   }

@@ -490,16 +490,10 @@ template <class T> void fill(View<T> y, T value) {
   parallel_for(y.size(), kGrain, [&](int64_t lo, int64_t hi) { std::fill(py + lo, py + hi, value); });
 }
 
-// y = broadcast(x) * scale, with p = plan_broadcast(x.shape, (), y.shape); scale == 1 copies
-// (the only choice for bool). y must not overlap x.
-template <class T> void broadcast_to(ConstView<T> x, View<T> y, const Broadcast& p, T scale) {
-  const ConstView<T> s(&scale, Shape());
-  if constexpr (std::is_same_v<T, bool>) {
-    binary_fwd(x, s, y, p, First{});
-  } else {
-    if (scale == T(1)) binary_fwd(x, s, y, p, First{});
-    else binary_fwd(x, s, y, p, Mul{});
-  }
+// y = broadcast(x) * scale, with p = plan_broadcast(x.shape, (), y.shape). Op is Mul, or First to
+// copy (scale 1; the only choice for bool). y must not overlap x unless they have the same shape.
+template <class Op, class T> void broadcast_to(ConstView<T> x, View<T> y, const Broadcast& p, T scale, Op op) {
+  binary_fwd(x, ConstView<T>(&scale, Shape()), y, p, op);
 }
 
 // ---- builders ----
@@ -582,7 +576,8 @@ Step build_cast(const KernelCall& c) {
   expect_arity(c, 1, 1);
   const char* nm = c.kernel.c_str();
   const Operand x = c.in[0], y = c.out[0];
-  PG_CHECK(y.shape == x.shape, nm, "y must have the shape of x %s, got %s", x.shape.str().c_str(), y.shape.str().c_str());
+  PG_CHECK(y.shape == x.shape, nm, "y must have the shape of x %s, got %s", x.shape.str().c_str(),
+           y.shape.str().c_str());
   return dispatch_any(x.dtype, nm, [&](auto from) {
     return dispatch_any(y.dtype, nm, [&](auto to) -> Step {
       using From = decltype(from);
@@ -618,7 +613,10 @@ Step build_broadcast_to(const KernelCall& c) {
   return dispatch_any(x.dtype, nm, [&](auto t) -> Step {
     using T = decltype(t);
     const T s = convert<T>(scale);
-    return [x, y, plan, s](Frame& f) { broadcast_to(cview<T>(f, x), view<T>(f, y), plan, s); };
+    if constexpr (!std::is_same_v<T, bool>) {
+      if (s != T(1)) return [x, y, plan, s](Frame& f) { broadcast_to(cview<T>(f, x), view<T>(f, y), plan, s, Mul{}); };
+    }
+    return [x, y, plan, s](Frame& f) { broadcast_to(cview<T>(f, x), view<T>(f, y), plan, s, First{}); };
   });
 }
 

@@ -70,7 +70,8 @@ template <class T> struct ProdOf {
 template <class T> struct MaxOf {  // -inf (floats) or the lowest int for an empty reduction
   using A = T;
   static A init() {
-    return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+    using L = std::numeric_limits<T>;
+    return L::has_infinity ? -L::infinity() : L::lowest();
   }
   static A step(A acc, T x) { return max_nan(acc, x); }
   static A merge(A a, A b) { return max_nan(a, b); }
@@ -80,7 +81,8 @@ template <class T> struct MaxOf {  // -inf (floats) or the lowest int for an emp
 template <class T> struct MinOf {
   using A = T;
   static A init() {
-    return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+    using L = std::numeric_limits<T>;
+    return L::has_infinity ? L::infinity() : L::max();
   }
   static A step(A acc, T x) { return min_nan(acc, x); }
   static A merge(A a, A b) { return min_nan(a, b); }
@@ -316,7 +318,8 @@ void arg_reduce_fwd(ConstView<T> x, View<I> y, int64_t outer, int64_t n, int64_t
     return;
   }
   const int64_t blocks = (inner + kBlock - 1) / kBlock;
-  parallel_for(outer * blocks, std::max<int64_t>(1, kGrain / (n * std::min(inner, kBlock))), [&](int64_t lo, int64_t hi) {
+  const int64_t grain = std::max<int64_t>(1, kGrain / (n * std::min(inner, kBlock)));
+  parallel_for(outer * blocks, grain, [&](int64_t lo, int64_t hi) {
     T best[kBlock];
     I at[kBlock];
     for (int64_t task = lo; task < hi; ++task) {
@@ -368,7 +371,8 @@ Step build_reduce_fwd(const KernelCall& c) {
   const char* nm = name.c_str();
   const Operand x = c.in[0], y = c.out[0];
   const std::vector<int64_t>& axes = c.attrs.ints("axes", nm);
-  const bool known = op == "sum" || op == "mean" || op == "prod" || op == "max" || op == "min" || op == "any" || op == "all";
+  const bool known = op == "sum" || op == "mean" || op == "prod" || op == "max" || op == "min" || op == "any" ||
+                     op == "all";
   PG_CHECK(known, nm, "unknown op '%s'", op.c_str());
   PG_CHECK_DTYPE(y.dtype == x.dtype, nm, "y must have the dtype of x (%s), got %s", dtype_name(x.dtype),
                  dtype_name(y.dtype));

@@ -1,9 +1,9 @@
 // Softmax and log-softmax along one axis, with their gradients. x is contiguous and row-major and is
 // viewed as [outer, n, inner] around the axis; a "lane" is the n values x[o, :, i], at stride inner.
-// The last axis (inner == 1, contiguous lanes) is the fast path. Work is split over lanes and each
-// lane is computed in a fixed order, so results do not depend on the thread count. Every kernel
-// reads an element before it writes the same element of the output and never reads it again, so
-// the output may alias an input exactly (no partial overlap).
+// The last axis (inner == 1, contiguous lanes) is the fast path. Sums along a lane are taken in
+// double. Work is split over lanes and each lane is computed in a fixed order, so results do not
+// depend on the thread count. Once a kernel writes an output element it never reads the matching
+// input elements again, so the output may alias an input exactly (but not overlap it partially).
 #include <algorithm>
 #include <cmath>
 #include <string>

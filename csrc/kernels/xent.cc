@@ -1,6 +1,6 @@
 // Fused softmax cross-entropy, dense and sparse labels (TF's SoftmaxCrossEntropyWithLogits and
 // SparseSoftmaxCrossEntropyWithLogits). logits: [N, C] contiguous, row-major. Each row is computed
-// with log-sum-exp around the row max, sums in double, so no exp overflows; rows are split over
+// with log-sum-exp around the row max, so no exp overflows, and sums in double. Rows are split over
 // threads and each row is computed in a fixed order, so results do not depend on the thread count.
 // The kernels return the loss and its gradient with respect to the logits ("backprop").
 #include <algorithm>
@@ -111,7 +111,7 @@ void sparse_softmax_xent_fwd(ConstView<T> logits, ConstView<I> labels, View<T> l
         sum += e;
         b[j] = e;
       }
-      ploss[r] = T(std::log(sum)) - target;
+      ploss[r] = T(std::log(sum) - double(target));
       const T d = T(sum);
       for (int64_t j = 0; j < n; ++j) b[j] /= d;
       b[label] -= T(1);

@@ -10,6 +10,8 @@ void set_num_threads(int n);
 int get_num_threads();
 
 // Calls fn(begin, end) over [0, n) in chunks; runs inline when n < grain or one thread is set.
+// fn runs inside an OpenMP region, where an exception would terminate the process: fn must not
+// throw (check everything in the builder, before the step runs).
 template <class F> void parallel_for(int64_t n, int64_t grain, F fn) {
   if (n < 2 * grain || get_num_threads() <= 1) {
     if (n > 0) fn(int64_t{0}, n);

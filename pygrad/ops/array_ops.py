@@ -531,7 +531,10 @@ def sum_to_shape(x, like):
 
 
 def slice_helper(tensor, key):
-    raise TypeError("Tensor indexing (t[...]) is not supported yet; use tf.reshape, tf.gather or arithmetic.")
+    """tensor[key]: see slice_ops.slice_helper (imported here lazily: slice_ops builds on this module)."""
+    from pygrad.ops import slice_ops
+
+    return slice_ops.slice_helper(tensor, key)
 
 
 def graph_of(*values):

@@ -3,8 +3,8 @@ import numpy as np
 
 from pygrad import dtypes
 from pygrad.graph import Tensor, TensorLike
-from pygrad.ops.array_ops import (BroadcastLike, cast, convert_n_same_dtype, convert_to_tensor, expand_dims,
-                                  reshape, zeros_like)
+from pygrad.ops.array_ops import (BroadcastLike, ReshapeLike, cast, convert_n_same_dtype, convert_to_tensor,
+                                  expand_dims, ones_like, reshape, zeros_like)
 from pygrad.registry import CUSTOM, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape, broadcast_shape
 
@@ -410,6 +410,56 @@ Sum = _reduce("Sum", "sum", NUMBERS, _sum_grad)
 Mean = _reduce("Mean", "mean", NUMBERS, _mean_grad)
 Max = _reduce("Max", "max", NUMBERS, _max_min_grad_reduce)
 Min = _reduce("Min", "min", NUMBERS, _max_min_grad_reduce)
+
+
+def _prod_grad(op, dy):
+    """TF's _ProdGrad, exactly and without dividing by x: each x gets dy times the product of the
+    other factors of its group (prefix and suffix products in the prod_bwd kernel), so zeros are
+    handled like any other value."""
+    return [ProdGrad(op.inputs[0], dy, axis=_grad_axes(op))]
+
+
+Prod = _reduce("Prod", "prod", NUMBERS, _prod_grad)
+
+# dx = dy * (product of the other factors of x's group). dy: one value per group, any shape.
+ProdGrad = OpDef("ProdGrad", kernel="prod_bwd")
+# The derivative of ProdGrad in x along t: dy * sum over i != j of t[i] * (product without i, j).
+ProdGradGrad = OpDef("ProdGradGrad", kernel="prod_bwd")
+
+
+@ProdGrad.shape
+@ProdGradGrad.shape
+def _(x, dy, *t, axis):
+    _check_dtype(x, FLOATS)
+    for other in (dy, *t):
+        if other.dtype != x.dtype:
+            fail_dtype(f"x and dy must have one dtype, got {x.dtype.name} and {other.dtype.name}")
+    if t and not t[0].shape.is_compatible_with(x.shape):
+        fail(f"the tangent {t[0].shape} must have the shape of x {x.shape}")
+    return Spec(x.dtype, x.shape)
+
+
+@ProdGrad.native_attrs
+@ProdGradGrad.native_attrs
+def _(attrs, ins, outs):
+    return {"axes": list(_norm_axes(attrs["axis"], len(ins[0].shape.dims)))}
+
+
+@ProdGrad.grad
+def _(op, g):
+    x, dy = op.inputs
+    axis = op.attrs["axis"]
+    # d/d dy: sum of g * (product of the others) over each group, shaped like dy.
+    d_dy = reduce_sum(g * ProdGrad(x, ones_like(dy), axis=axis), axis=None if axis is None else list(axis),
+                      keepdims=True)
+    return [ProdGradGrad(x, dy, g, axis=axis), ReshapeLike(d_dy, dy)]
+
+
+@ProdGradGrad.grad
+def _(op, g):
+    raise LookupError(f"ProdGradGrad '{op.name}': third and higher derivatives of reduce_prod are not implemented")
+
+
 Any = _reduce("Any", "any", BOOL)
 All = _reduce("All", "all", BOOL)
 
@@ -441,6 +491,7 @@ reduce_sum = _reduce_fn(Sum, "Sum")
 reduce_mean = _reduce_fn(Mean, "Mean")
 reduce_max = _reduce_fn(Max, "Max")
 reduce_min = _reduce_fn(Min, "Min")
+reduce_prod = _reduce_fn(Prod, "Prod")
 reduce_any = _reduce_fn(Any, "Any")
 reduce_all = _reduce_fn(All, "All")
 

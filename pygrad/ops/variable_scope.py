@@ -39,7 +39,9 @@ class VariableScope:
 
 
 def _state(graph):
-    """(scope stack, variable store, scope-name use counts) of a graph, created on first use."""
+    """(scope stack, variable store, open counts) of a graph, created on first use. The open
+    counts are TF's variable_scopes_count: how often each full scope name has been entered, which
+    makes default names unique."""
     if not hasattr(graph, "_var_scope_state"):
         graph._var_scope_state = ([VariableScope(False)], {}, {})
     return graph._var_scope_state
@@ -49,48 +51,72 @@ def get_variable_scope():
     return _state(get_default_graph())[0][-1]
 
 
+def _unique_scope_name(parent_name, default_name, counts):
+    """default_name, or default_name_1, _2, ...: the first whose full name was never entered."""
+    prefix = parent_name + "/" if parent_name else ""
+    short, i = default_name, 0
+    while counts.get(prefix + short, 0) > 0:
+        i += 1
+        short = f"{default_name}_{i}"
+    return short
+
+
 @contextlib.contextmanager
 def variable_scope(name_or_scope, default_name=None, values=None, initializer=None, regularizer=None,
                    caching_device=None, partitioner=None, custom_getter=None, reuse=None, dtype=None,
                    use_resource=None, constraint=None, auxiliary_name_scope=True):
-    """Opens a variable scope (and a name scope of the same name). A string re-opens the same
-    variable scope each time; None with default_name makes a new unique one; reuse=True or
-    AUTO_REUSE lets get_variable return existing variables, and is inherited by nested scopes."""
+    """Opens a variable scope and, unless auxiliary_name_scope=False, a new name scope, as TF1:
+
+    * a string extends the current scope ("foo" in "outer" is "outer/foo") and inherits its
+      reuse, initializer, regularizer and dtype; entering it again re-opens the same variable
+      scope, while the op name scope gets a suffix ("foo_1/");
+    * a captured VariableScope jumps to that scope: its own name, reuse and defaults (not the
+      current scope's), and a fresh name scope named after its last component;
+    * None with default_name makes a scope never entered before (default_name, default_name_1, ...).
+
+    reuse=True or AUTO_REUSE lets get_variable return existing variables and is inherited by
+    nested scopes; reuse=False (like None) inherits."""
     graph = get_default_graph()
     stack, _, counts = _state(graph)
     parent = stack[-1]
     if name_or_scope is None and default_name is None:
         raise TypeError("If default_name is None then name_or_scope is required")
-    if isinstance(name_or_scope, VariableScope):
-        full = name_or_scope.name
-        name_scope = name_or_scope.original_name_scope
-        base = name_or_scope
+    captured = isinstance(name_or_scope, VariableScope)
+    if captured:
+        full, base = name_or_scope.name, name_or_scope
+        reuse = reuse or name_or_scope.reuse
+        ns_name = full.split("/")[-1]
     else:
-        short = name_or_scope
-        if short is None:
-            prefix = parent.name + "/" if parent.name else ""
-            i = counts.get(prefix + default_name, 0)
-            counts[prefix + default_name] = i + 1
-            short = default_name if i == 0 else f"{default_name}_{i}"
-        full = parent.name + "/" + short if parent.name else short
-        name_scope = None
-        base = parent
-    if reuse is False:
-        reuse = parent.reuse if parent.reuse else False
-    elif reuse is None:
-        reuse = base.reuse if isinstance(name_or_scope, VariableScope) else parent.reuse
-    if parent.reuse is True and reuse is not AUTO_REUSE:
-        reuse = True
+        if name_or_scope is None:
+            if reuse:
+                raise ValueError("reuse=True cannot be used without a name_or_scope")
+            short, ns_name = _unique_scope_name(parent.name, default_name, counts), default_name
+        else:
+            short = ns_name = name_or_scope
+        full, base = (parent.name + "/" + short if parent.name else short), parent
+        reuse = reuse or parent.reuse
     scope = VariableScope(reuse, full, initializer or base.initializer, regularizer or base.regularizer,
                           dtype or base.dtype)
-    ns_name = name_scope if name_scope else full.split("/")[-1]
+    if not auxiliary_name_scope:  # stay in the current name scope
+        current = graph.get_name_scope()
+        ns_name = current + "/" if current else None
+    counts[full] = counts.get(full, 0) + 1
+    saved_counts = dict(counts)
     with graph.name_scope(ns_name) as ns:
-        scope.original_name_scope = ns
+        scope.original_name_scope = name_or_scope.original_name_scope if captured else ns
         stack.append(scope)
         try:
             yield scope
         finally:
             stack.pop()
+            # As TF: leaving a scope forgets the default names used inside it (a captured scope
+            # restores the counts it found).
+            if captured:
+                counts.clear()
+                counts.update(saved_counts)
+            else:
+                for key in [k for k in counts if k.startswith(full + "/")]:
+                    counts[key] = 0
 
 
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None, collections=None,
@@ -132,7 +158,7 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
             initializer = init_ops.glorot_uniform_initializer() if dt.is_floating else init_ops.zeros_initializer()
         init_fn = lambda: initializer(shape.as_list(), dtype=dt)  # noqa: E731
     graph.unique_name(full)  # mark the name used, so later ops named like it get a suffix
-    with graph.name_scope(None):
+    with graph.name_scope(None), graph.control_dependencies(None):  # TF's init_scope
         var = Variable(init_fn, trainable=True if trainable is None else trainable, collections=collections,
                        name=full + "/", dtype=dtype)
     store[full] = var

@@ -2,7 +2,7 @@
 clip_by_value. Each is differentiable."""
 from pygrad.graph import get_default_graph
 from pygrad.ops import math_ops
-from pygrad.ops.array_ops import convert_to_tensor, identity
+from pygrad.ops.array_ops import cast, convert_to_tensor, identity
 from pygrad.ops.training_ops import ClipByGlobalNorm
 
 
@@ -35,12 +35,16 @@ def global_norm(t_list, name=None):
 
 
 def clip_by_norm(t, clip_norm, axes=None, name=None):
-    """t * clip_norm / max(l2norm(t), clip_norm), the norm taken over axes (default: all), as TF1."""
+    """t * clip_norm / max(l2norm(t), clip_norm), the norm taken over axes (default: all), as TF1.
+    A slice of zeros stays zero with a finite gradient: as TF's "two-tap where", the square root
+    is taken of 1 where the sum of squares is 0, and that branch is masked out."""
     with get_default_graph().name_scope(name or "clip_by_norm"):
         t = convert_to_tensor(t)
         clip_norm = convert_to_tensor(clip_norm, dtype=t.dtype)
-        l2norm_inv = math_ops.rsqrt(math_ops.reduce_sum(t * t, axis=axes, keepdims=True))
-        return identity(t * clip_norm * math_ops.minimum(l2norm_inv, 1.0 / clip_norm))
+        l2sum = math_ops.reduce_sum(t * t, axis=axes, keepdims=True)
+        positive = cast(math_ops.greater(l2sum, 0.0), t.dtype)
+        l2norm = math_ops.sqrt(l2sum * positive + (1.0 - positive)) * positive
+        return identity(t * clip_norm / math_ops.maximum(l2norm, clip_norm))
 
 
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):

@@ -1,7 +1,7 @@
 """tf.train.ExponentialMovingAverage: shadow variables updated as shadow -= (1 - decay) * (shadow - var)."""
 from pygrad.graph import GraphKeys, get_default_graph
 from pygrad.ops import math_ops, state_ops
-from pygrad.ops.array_ops import cast, convert_to_tensor, identity, zeros
+from pygrad.ops.array_ops import cast, convert_to_tensor, zeros
 
 
 class ExponentialMovingAverage:
@@ -19,7 +19,8 @@ class ExponentialMovingAverage:
         return self._name
 
     def apply(self, var_list=None):
-        """Creates the shadow variables (once) and returns the op that updates them all."""
+        """Creates the shadow variables and returns the op that updates them all. A variable can be
+        averaged once: applying to it again is a ValueError, as in TF."""
         graph = get_default_graph()
         if var_list is None:
             var_list = graph.get_collection(GraphKeys.TRAINABLE_VARIABLES)
@@ -27,26 +28,29 @@ class ExponentialMovingAverage:
             if var.dtype.base_dtype not in (math_ops.dtypes.float32, math_ops.dtypes.float64):
                 raise TypeError(f"The variables must be float or double: {var.name}")
             if var in self._averages:
-                continue
-            with graph.name_scope(None):
+                raise ValueError(f"Moving average already computed for: {var.name}")
+            with graph.name_scope(None), graph.control_dependencies(None):  # TF's init_scope
                 if isinstance(var, state_ops.Variable):
-                    with graph.control_dependencies([var.initializer]):
-                        init = identity(var)  # the variable's initialized value
+                    # The variable's initial value: the same draw when run together with the
+                    # variable's initializer (global_variables_initializer). Depending on that
+                    # initializer instead would reset a trained variable when only the shadow is
+                    # initialized.
+                    init = var.initial_value
+                    graph.add_to_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, var)  # Variables only, as TF
                 else:  # a tensor: its average starts at zero
                     init = zeros(var.shape.as_list(), var.dtype)
                 avg = state_ops.Variable(init, trainable=False, name=self.average_name(var))
-            graph.add_to_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, var)
             self._averages[var] = avg
         with graph.name_scope(self._name) as scope:
             decay = convert_to_tensor(self._decay, preferred_dtype="float32", name="decay")
             if self._num_updates is not None:
                 n = cast(convert_to_tensor(self._num_updates), decay.dtype)
                 decay = math_ops.minimum(decay, (1.0 + n) / (10.0 + n))
+            one_minus_decay = 1.0 - decay  # in the decay's dtype (float32), then cast per variable, as TF
             updates = []
             for var in var_list:
                 avg = self._averages[var]
-                d = cast(decay, var.dtype)
-                updates.append(state_ops.assign_sub(avg, (avg - var) * (1.0 - d)))
+                updates.append(state_ops.assign_sub(avg, (avg - var) * cast(one_minus_decay, var.dtype)))
             return state_ops.group(*updates, name=scope)
 
     def average(self, var):
@@ -56,17 +60,17 @@ class ExponentialMovingAverage:
         return var.op.name + "/" + self._name
 
     def variables_to_restore(self, moving_avg_variables=None):
-        """{checkpoint name: variable}: the averaged variables map their average's name to
-        themselves, the others their own name, so restoring loads the averages."""
+        """{checkpoint name: variable}, as TF: each of moving_avg_variables (default: the trainable
+        and the moving-average variables) maps its average's name to itself, so restoring loads the
+        averages; every other global variable maps its own name to itself, except those whose name
+        is already a key (the shadow variables)."""
         graph = get_default_graph()
         if moving_avg_variables is None:
             moving_avg_variables = graph.get_collection(GraphKeys.TRAINABLE_VARIABLES) + \
                 graph.get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES)
-        restore = {}
-        for v in set(moving_avg_variables):
-            restore[self.average_name(v)] = v
-        shadows = set(self._averages.values())
+        moving_avg_variables = set(moving_avg_variables)
+        restore = {self.average_name(v): v for v in moving_avg_variables}
         for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES):
-            if v not in shadows and v.op.name not in restore:
+            if v not in moving_avg_variables and v.op.name not in restore:
                 restore[v.op.name] = v
         return restore

@@ -50,7 +50,9 @@ class Optimizer:
         if not pairs:
             raise ValueError(f"No gradients provided for any variable: {[v.name for _, v in grads_and_vars]}.")
         graph = get_default_graph()
-        with graph.name_scope(None):
+        # Slots are built at the root, outside any control_dependencies (TF's init_scope): under
+        # control_dependencies(update_ops), their initializers must not run the updates.
+        with graph.name_scope(None), graph.control_dependencies(None):
             self._create_slots([v for _, v in pairs])
         with graph.name_scope(name or self._name) as scope:
             self._prepare()
