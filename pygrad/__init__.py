@@ -1,9 +1,30 @@
 """pygrad: TensorFlow 1's graph API on a native CPU executor. Use it as ``import pygrad as tf``."""
 import os as _os
 
-import scipy_openblas32 as _openblas  # noqa: F401  (loads the BLAS the extension links to)
 
-from pygrad import _C
+def _native_library_defaults():
+    """Defaults for the OpenMP runtime and the BLAS, read when they load; the environment overrides.
+
+    - OMP_WAIT_POLICY=PASSIVE: OpenMP threads that finish a loop sleep rather than spin. Spinning
+      threads starve the BLAS's own threads: on two cores a conv2d layer ran 6x slower.
+    - OPENBLAS_CORETYPE=SkylakeX on AMD CPUs with AVX-512 (Zen 4 on): OpenBLAS's dispatch gives them
+      its Haswell (AVX2) kernels; its AVX-512 ones make a 5x5x32x64 conv2d 1.6x faster."""
+    _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    try:
+        with open("/proc/cpuinfo") as f:
+            info = f.read(1 << 16)
+    except OSError:
+        return
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
+    if "AuthenticAMD" in info and {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd"} <= set(flags):
+        _os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
+
+
+_native_library_defaults()
+
+import scipy_openblas32 as _openblas  # noqa: E402,F401  (loads the BLAS the extension links to)
+
+from pygrad import _C  # noqa: E402
 from pygrad import errors, nn, train  # noqa: F401
 from pygrad.dtypes import DType, as_dtype, bool_ as bool, double, float32, float64, int32, int64  # noqa: A001
 from pygrad.gradients import AggregationMethod, UnconnectedGradients, gradients

@@ -254,54 +254,55 @@ class Operation:
 
 
 class TensorLike:
-    """Operators shared by Tensor and Variable: each builds the op TF1 builds for it."""
+    """Operators shared by Tensor and Variable: each builds the op TF1 builds for it, under TF1's name
+    (`a + b` is op 'add' of type Add, `a @ b` is 'matmul'; comparisons and `-a` keep the type's name)."""
 
     __slots__ = ()
     __array_priority__ = 100
 
     def __add__(self, other):
-        return _math().add(self, other)
+        return _math().add(self, other, name="add")
 
     def __radd__(self, other):
-        return _math().add(other, self)
+        return _math().add(other, self, name="add")
 
     def __sub__(self, other):
-        return _math().subtract(self, other)
+        return _math().subtract(self, other, name="sub")
 
     def __rsub__(self, other):
-        return _math().subtract(other, self)
+        return _math().subtract(other, self, name="sub")
 
     def __mul__(self, other):
-        return _math().multiply(self, other)
+        return _math().multiply(self, other, name="mul")
 
     def __rmul__(self, other):
-        return _math().multiply(other, self)
+        return _math().multiply(other, self, name="mul")
 
     def __truediv__(self, other):
-        return _math().truediv(self, other)
+        return _math().truediv(self, other, name="truediv")
 
     def __rtruediv__(self, other):
-        return _math().truediv(other, self)
+        return _math().truediv(other, self, name="truediv")
 
     __div__ = __truediv__
 
     def __floordiv__(self, other):
-        return _math().floordiv(self, other)
+        return _math().floordiv(self, other, name="floordiv")
 
     def __rfloordiv__(self, other):
-        return _math().floordiv(other, self)
+        return _math().floordiv(other, self, name="floordiv")
 
     def __pow__(self, other):
-        return _math().pow(self, other)
+        return _math().pow(self, other, name="pow")
 
     def __rpow__(self, other):
-        return _math().pow(other, self)
+        return _math().pow(other, self, name="pow")
 
     def __matmul__(self, other):
-        return _math().matmul(self, other)
+        return _math().matmul(self, other, name="matmul")
 
     def __rmatmul__(self, other):
-        return _math().matmul(other, self)
+        return _math().matmul(other, self, name="matmul")
 
     def __neg__(self):
         return _math().negative(self)
@@ -322,22 +323,22 @@ class TensorLike:
         return _math().greater_equal(self, other)
 
     def __and__(self, other):
-        return _math().logical_and(self, other)
+        return _math().logical_and(self, other, name="and")
 
     def __rand__(self, other):
-        return _math().logical_and(other, self)
+        return _math().logical_and(other, self, name="and")
 
     def __or__(self, other):
-        return _math().logical_or(self, other)
+        return _math().logical_or(self, other, name="or")
 
     def __ror__(self, other):
-        return _math().logical_or(other, self)
+        return _math().logical_or(other, self, name="or")
 
     def __xor__(self, other):
-        return _math().logical_xor(self, other)
+        return _math().logical_xor(self, other, name="xor")
 
     def __rxor__(self, other):
-        return _math().logical_xor(other, self)
+        return _math().logical_xor(other, self, name="xor")
 
     def __invert__(self):
         return _math().logical_not(self)

@@ -25,6 +25,19 @@ def test_unique_op_names():
     assert tf.identity(a, name="mine").op.name == "mine_1"
 
 
+
+def test_operator_op_names_are_tf1s():
+    """The names TF1 gives operator-built ops (read off tensorflow.compat.v1): lower-case for the
+    arithmetic, the op type for comparisons, negation and abs."""
+    a, b = tf.placeholder(tf.float32, [2, 2]), tf.placeholder(tf.float32, [2, 2])
+    c = tf.placeholder(tf.bool, [2])
+    built = [a + b, 1 + a, a - b, 2 - a, a * b, 2 * a, a / b, 2 / a, a // b, a ** b, 2 ** a, a @ b, -a, abs(a),
+             a < b, a >= b, c & c, c | c, c ^ c, ~c, a[0]]
+    assert [t.op.name for t in built] == [
+        "add", "add_1", "sub", "sub_1", "mul", "mul_1", "truediv", "truediv_1", "floordiv", "pow", "pow_1",
+        "matmul", "Neg", "Abs", "Less", "GreaterEqual", "and", "or", "xor", "LogicalNot", "strided_slice"]
+    assert [t.op.type for t in built[:6:2]] == ["Add", "Sub", "Mul"]
+
 def test_name_scopes():
     a = tf.placeholder(tf.float32, [2, 2])
     with tf.name_scope("scope") as scope:

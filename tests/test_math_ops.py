@@ -610,7 +610,7 @@ def test_matmul_shape_mismatch_names_shapes_and_site():
 
 
 def test_broadcast_mismatch_names_both_shapes():
-    with pytest.raises(ValueError, match=r"Add 'Add(_\d+)?': .*\(3, 4\).*\(5,\)") as e:
+    with pytest.raises(ValueError, match=r"Add 'add(_\d+)?': .*\(3, 4\).*\(5,\)") as e:
         tf.placeholder(tf.float32, [3, 4]) + tf.placeholder(tf.float32, [5])
     assert "op defined at" in str(e.value) and os.path.basename(__file__) in str(e.value)
 
