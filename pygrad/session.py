@@ -217,13 +217,13 @@ class BaseSession:
     # ---- variables ----
     def _variable_id(self, var_op):
         """The store id of a VariableV2 op (variables are numbered in creation order). Hidden state
-        (a random op's counter) starts initialized, at zero."""
+        (a random op's counter) starts initialized, at its session_start()."""
         index = var_op.attrs["var_index"]
         while len(self._store) <= index:
             v = self.graph._variables[len(self._store)]
             i = self._store.add(v.op.name, v.dtype.code, v.shape.as_list())
-            if getattr(v, "auto_initialized", False):
-                self._store.set_initialized(i, True)
+            if hasattr(v, "session_start"):
+                self._store.write(i, np.full(v.shape.as_list(), v.session_start(), v.dtype.np))
         return index
 
     def _write_variable(self, var, value):

@@ -133,6 +133,9 @@ def test_constant_dtype_rules():
                       [np.ones((2, 2), np.int32)])
     assert_close(out[0], np.full((2, 2), 4, np.int32))
     assert_close(out[1], np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+    # TF1's rule for a value shorter than the shape: the last element repeats.
+    assert_close(run_forward(lambda: tf.constant([1.0, 2.0], shape=[2, 3]), []),
+                 np.array([[1, 2, 2], [2, 2, 2]], np.float32))
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)

@@ -133,6 +133,31 @@ def test_average_after_each_training_step(dtype):
 # ---------------------------------------------------------------- shadow variables
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_zero_debias_divides_a_tensors_average_by_one_minus_decay_to_the_t(dtype):
+    """A tensor's average starts at zero; with zero_debias it reads biased / (1 - decay^t), so the
+    first update gives the value itself. A variable's average is not debiased (it starts at the
+    variable's value), as in TF."""
+    x = tf.placeholder(dtype, [3])
+    w = tf.Variable(np.array([1.0, 2.0], dtype))
+    t = x * 2.0
+    ema = tf.train.ExponentialMovingAverage(0.9, zero_debias=True)
+    update = ema.apply([t, w])
+    assert sorted(v.op.name for v in tf.global_variables() if v is not w) == [
+        "Variable/ExponentialMovingAverage", "mul/ExponentialMovingAverage", "mul/ExponentialMovingAverage/biased",
+        "mul/ExponentialMovingAverage/local_step"]
+    biased = np.zeros(3)
+    omd = float(np.float32(1) - np.float32(0.9))  # 1 - decay is computed in float32, as TF
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for step in range(1, 5):
+            value = np.array([1.0, -2.0, 3.0]) * 2 * step
+            sess.run(update, {x: value / 2})
+            biased -= (biased - value) * omd
+            assert_close(sess.run(ema.average(t)), (biased / (1 - (1 - omd) ** step)).astype(dtype), dtype=dtype)
+            assert_close(sess.run(ema.average(w)), np.array([1.0, 2.0], dtype))
+
+
 def test_shadow_names_and_properties():
     W = tf.Variable(np.ones((2, 2), np.float32), name="W")
     with tf.variable_scope("layer"):

@@ -180,6 +180,13 @@ def test_two_sessions_on_one_graph_start_from_the_same_sequence():
     assert not np.array_equal(first[0], first[1])
 
 
+def test_unseeded_op_draws_new_values_in_each_session():
+    """TF: with neither a graph nor an op seed, an op's sequence is random per session."""
+    u = tf.random_uniform([300])
+    with tf.Session() as s1, tf.Session() as s2:
+        assert not np.any(s1.run(u) == s2.run(u))
+
+
 def test_same_values_with_one_and_two_threads(restore_threads):
     """Philox is counter-based: every element depends only on its index, never on the split."""
     results = []

@@ -597,3 +597,19 @@ def test_control_dependencies_order_side_effects():
         sess.run(copy)
         assert sess.run([counter, log]) == [2, 20]
         assert sess.run(free) == 2 and sess.run(counter) == 2
+
+
+def test_variable_created_under_control_dependencies_ignores_them():
+    """As TF's init_scope: initializing a variable built inside control_dependencies([inc]) does not
+    run inc (a moving-average or slot variable built under the training op's dependencies)."""
+    counter = tf.Variable(0)
+    inc = tf.assign_add(counter, 1)
+    with tf.control_dependencies([inc]):
+        v = tf.Variable(5.0, name="v")
+        after = tf.identity(v)
+    assert not v.initializer.control_inputs and inc.op in after.op.control_inputs
+    with tf.Session() as sess:
+        sess.run(counter.initializer)
+        sess.run(v.initializer)
+        assert sess.run(counter) == 0
+        assert sess.run(after) == 5.0 and sess.run(counter) == 1

@@ -305,6 +305,11 @@ def test_constant_initializer_scalar_and_list():
     got = _init_value(tf.constant_initializer(np.arange(6.0)), shape=[3, 2], dtype=tf.float64)
     assert got.dtype == np.float64
     np.testing.assert_array_equal(got, np.arange(6.0).reshape(3, 2))
+    # TF1: a shorter list fills in order and repeats its last element; a longer one is refused.
+    np.testing.assert_array_equal(_init_value(tf.constant_initializer([1, 2, 3, 4]), shape=[2, 3]),
+                                  [[1, 2, 3], [4, 4, 4]])
+    with pytest.raises(ValueError, match="Too many elements provided. Takes at most 2, but got 3"):
+        _init_value(tf.constant_initializer([1, 2, 3]), shape=[2])
 
 
 def test_truncated_normal_initializer():

@@ -130,11 +130,12 @@ void apply_rms_prop(View<T> var, View<T> ms, View<T> mom, T* mg, ConstView<T> gr
   parallel_for(var.size(), kGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       s[i] += (g[i] * g[i] - s[i]) * one_minus_rho;
-      T denom = s[i] + p.epsilon;
+      T denom = s[i];
       if (mg) {
         mg[i] += (g[i] - mg[i]) * one_minus_rho;
         denom -= mg[i] * mg[i];
       }
+      denom += p.epsilon;  // TF's order, (ms - mg^2) + epsilon, for the same rounding
       m[i] = m[i] * p.momentum + g[i] * p.lr / std::sqrt(denom);
       v[i] -= m[i];
     }

@@ -1,5 +1,5 @@
-// Reductions over a set of axes (sum, mean, max, min, prod, any, all) and argmax/argmin over one
-// axis. x is contiguous and row-major; y holds x's kept dims in order, contiguous. Work is split
+// Reductions over a set of axes (sum, mean, max, min, prod, any, all), argmax/argmin over one
+// axis, and the exact gradient of a product (prod_bwd, which excludes one factor at a time). x is contiguous and row-major; y holds x's kept dims in order, contiguous. Work is split
 // over OUTPUTS only, and each output is accumulated in a fixed order, so results do not depend on
 // the thread count.
 #include <algorithm>
@@ -432,6 +432,117 @@ Step build_arg_reduce_fwd(const KernelCall& c) {
     };
     if (y.dtype == DType::i64) return op == "argmax" ? make(ArgMax{}, int64_t{}) : make(ArgMin{}, int64_t{});
     return op == "argmax" ? make(ArgMax{}, int32_t{}) : make(ArgMin{}, int32_t{});
+  });
+}
+
+// ---- prod_bwd ----
+
+namespace {
+// One group of prod_bwd: offs[0..n) are its elements' offsets in x; pa, pb: scratch of n doubles.
+template <class T>
+void prod_bwd_group(const T* x, const T* t, const int64_t* offs, int64_t n, double scale, double* pa, double* pb,
+                    T* dx) {
+  double a = 1.0, b = 0.0;  // the running prefix product a + eps b
+  for (int64_t r = 0; r < n; ++r) {
+    const double xv = double(x[offs[r]]);
+    pa[r] = a;
+    pb[r] = b;
+    if (t) b = a * double(t[offs[r]]) + b * xv;
+    a *= xv;
+  }
+  double sa = 1.0, sb = 0.0;  // the running suffix product
+  for (int64_t r = n - 1; r >= 0; --r) {
+    const int64_t o = offs[r];
+    const double xv = double(x[o]);
+    dx[o] = T(scale * (t ? pa[r] * sb + pb[r] * sa : pa[r] * sa));
+    if (t) sb = sa * double(t[o]) + sb * xv;
+    sa *= xv;
+  }
+}
+}  // namespace
+
+// The gradient of y = prod(x over axes), exactly, zeros included: dx[j] = dy * prod(x[k], k != j in
+// j's group), from prefix and suffix products (no division). With a tangent t (x's shape), it is
+// the next derivative instead: dx[j] = dy * sum over i != j of t[i] * prod(x[k], k != i, j), the
+// epsilon part of the same products taken over the dual numbers x + eps t. Products accumulate in
+// double. dy holds one value per group, in the order of x's kept dims (any shape). dx must not
+// alias x, dy or t.
+template <class T>
+void prod_bwd(ConstView<T> x, ConstView<T> dy, const T* t, const std::vector<int64_t>& axes, View<T> dx) {
+  const int n = x.shape.ndim;
+  int64_t xstride[kMaxDims], acc = 1;
+  for (int d = n - 1; d >= 0; --d) {
+    xstride[d] = acc;
+    acc *= x.shape[d];
+  }
+  int rdims[kMaxDims], kdims[kMaxDims], nr = 0, nk = 0;
+  for (int d = 0; d < n; ++d) {
+    if (std::find(axes.begin(), axes.end(), d) != axes.end()) rdims[nr++] = d;
+    else kdims[nk++] = d;
+  }
+  int64_t group = 1;
+  for (int k = 0; k < nr; ++k) group *= x.shape[rdims[k]];
+  const int64_t groups = dy.size();
+  if (group == 0 || groups == 0) return;
+  // Scratch per chunk of groups, grown here, outside the parallel region (which must not throw):
+  // a group's offsets in x (row-major) and its prefix products (value and epsilon parts).
+  const int64_t chunks = x.size() < 2 * kGrain ? 1 : std::min<int64_t>(groups, get_num_threads());
+  thread_local std::vector<int64_t> offs_buf;
+  thread_local std::vector<double> prefix_buf;
+  if (offs_buf.size() < size_t(chunks * group)) offs_buf.resize(size_t(chunks * group));
+  if (prefix_buf.size() < size_t(2 * chunks * group)) prefix_buf.resize(size_t(2 * chunks * group));
+  int64_t* const offs_all = offs_buf.data();
+  double* const prefix_all = prefix_buf.data();
+  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      int64_t* offs = offs_all + c * group;
+      double* pa = prefix_all + 2 * c * group;
+      for (int64_t g = groups * c / chunks; g < groups * (c + 1) / chunks; ++g) {
+        int64_t off = 0, rest = g;  // the group's first element: g spelled in x's kept dims
+        for (int k = nk - 1; k >= 0; --k) {
+          off += rest % x.shape[kdims[k]] * xstride[kdims[k]];
+          rest /= x.shape[kdims[k]];
+        }
+        int64_t idx[kMaxDims] = {};
+        for (int64_t r = 0; r < group; ++r) {
+          offs[r] = off;
+          for (int k = nr - 1; k >= 0; --k) {
+            off += xstride[rdims[k]];
+            if (++idx[k] < x.shape[rdims[k]]) break;
+            off -= xstride[rdims[k]] * x.shape[rdims[k]];
+            idx[k] = 0;
+          }
+        }
+        prod_bwd_group(x.data, t, offs, group, double(dy.data[g]), pa, pa + group, dx.data);
+      }
+    }
+  });
+}
+
+Step build_prod_bwd(const KernelCall& c) {
+  const char* op = "prod_bwd";
+  PG_CHECK((c.in.size() == 2 || c.in.size() == 3) && c.out.size() == 1, op,
+           "expected 2 or 3 inputs (x, dy[, tangent]) and 1 output, got %zu and %zu", c.in.size(), c.out.size());
+  expect_same_dtype(c);
+  const Operand x = c.in[0], dy = c.in[1], dx = c.out[0];
+  const bool tangent = c.in.size() == 3;
+  const Operand t = tangent ? c.in[2] : x;
+  const std::vector<int64_t> axes = c.attrs.ints("axes", op);
+  int64_t groups = 1;  // the product of x's kept dims
+  for (size_t k = 0; k < axes.size(); ++k)
+    PG_CHECK(axes[k] >= 0 && axes[k] < x.shape.ndim && (k == 0 || axes[k] > axes[k - 1]), op,
+             "axes must be sorted, distinct and in range for x of shape %s", x.shape.str().c_str());
+  for (int d = 0; d < x.shape.ndim; ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) groups *= x.shape[d];
+  PG_CHECK(dx.shape == x.shape && t.shape == x.shape, op, "dx %s and the tangent %s must have the shape of x %s",
+           dx.shape.str().c_str(), t.shape.str().c_str(), x.shape.str().c_str());
+  PG_CHECK(dy.shape.numel() == groups, op, "dy must hold %lld elements (x %s reduced over its axes), got shape %s",
+           (long long)groups, x.shape.str().c_str(), dy.shape.str().c_str());
+  return dispatch_float(x.dtype, op, [&](auto tag) -> Step {
+    using T = decltype(tag);
+    return [=](Frame& f) {
+      prod_bwd<T>(cview<T>(f, x), cview<T>(f, dy), tangent ? cview<T>(f, t).data : nullptr, axes, view<T>(f, dx));
+    };
   });
 }
 

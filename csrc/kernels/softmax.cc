@@ -9,6 +9,7 @@
 #include <string>
 #include <type_traits>  // integral_constant
 
+#include "pg/lane_max.h"
 #include "pg/parallel.h"
 #include "runtime/kernel.h"
 
@@ -46,33 +47,6 @@ template <class F> void for_each_lane(const Lanes& l, F lane) {
       for (int64_t k = lo; k < hi; ++k) lane(k / l.inner * l.n * l.inner + k % l.inner, l.inner);
     });
   }
-}
-
-// max(m, v) where a NaN wins, written as two selects so that loops over it vectorize.
-template <class T> T max_nan(T m, T v) {
-  const T r = v > m ? v : m;
-  return v != v ? v : r;
-}
-
-// The largest of x[0], x[s], ..., x[(n-1)s], n >= 1; NaN if any is NaN. Long lanes keep eight
-// running maxima, so the contiguous case vectorizes.
-template <class T, class S> T lane_max(const T* x, int64_t n, S s) {
-  if (n < 32) {  // short rows (10 classes): one running maximum is faster
-    T m = x[0];
-    for (int64_t j = 1; j < n; ++j) m = max_nan(m, x[j * s]);
-    return m;
-  }
-  T lane[8];
-  for (T& l : lane) l = x[0];
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-#pragma GCC unroll 1  // keep it a loop: the loop vectorizer handles the selects, SLP does not
-    for (int l = 0; l < 8; ++l) lane[l] = max_nan(lane[l], x[(j + l) * s]);
-  }
-  for (; j < n; ++j) lane[0] = max_nan(lane[0], x[j * s]);
-  for (int w = 4; w >= 1; w /= 2)
-    for (int l = 0; l < w; ++l) lane[l] = max_nan(lane[l], lane[l + w]);
-  return lane[0];
 }
 
 // sum_j term(j) over j < n, in double, with four accumulators (term may have side effects; it is

@@ -7,41 +7,13 @@
 #include <cmath>
 #include <string>
 
+#include "pg/lane_max.h"
 #include "pg/parallel.h"
 #include "runtime/kernel.h"
 
 namespace pg {
 namespace {
-
 constexpr int64_t kGrain = 8192;  // elements per parallel chunk (these loops call exp)
-
-// max(m, v) where a NaN wins, written as two selects so that loops over it vectorize.
-template <class T> T max_nan(T m, T v) {
-  const T r = v > m ? v : m;
-  return v != v ? v : r;
-}
-
-// The largest of x[0:n], n >= 1; NaN if any is NaN. Long rows keep eight running maxima, so the
-// loop vectorizes.
-template <class T> T row_max(const T* x, int64_t n) {
-  if (n < 32) {  // short rows (10 classes): one running maximum is faster
-    T m = x[0];
-    for (int64_t j = 1; j < n; ++j) m = max_nan(m, x[j]);
-    return m;
-  }
-  T lane[8];
-  for (T& l : lane) l = x[0];
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-#pragma GCC unroll 1  // keep it a loop: the loop vectorizer handles the selects, SLP does not
-    for (int l = 0; l < 8; ++l) lane[l] = max_nan(lane[l], x[j + l]);
-  }
-  for (; j < n; ++j) lane[0] = max_nan(lane[0], x[j]);
-  for (int w = 4; w >= 1; w /= 2)
-    for (int l = 0; l < w; ++l) lane[l] = max_nan(lane[l], lane[l + w]);
-  return lane[0];
-}
-
 }  // namespace
 
 // loss[r] = -sum_c labels[r, c] * log_softmax(logits[r, :])[c]
@@ -66,7 +38,7 @@ void softmax_xent_fwd(ConstView<T> logits, ConstView<T> labels, View<T> loss, Vi
       const T* l = pl + r * n;
       const T* y = py + r * n;
       T* b = pb + r * n;
-      const T m = row_max(l, n);
+      const T m = lane_max(l, n);
       double sum = 0, label_sum = 0, label_dot = 0;
       for (int64_t j = 0; j < n; ++j) {  // b holds exp(l - m) until the last pass
         const T shifted = l[j] - m;
@@ -103,7 +75,7 @@ void sparse_softmax_xent_fwd(ConstView<T> logits, ConstView<I> labels, View<T> l
       const T* l = pl + r * n;
       T* b = pb + r * n;
       const int64_t label = plabel[r];
-      const T m = row_max(l, n);
+      const T m = lane_max(l, n);
       const T target = l[label] - m;  // read before b (which may be l) is written
       double sum = 0;
       for (int64_t j = 0; j < n; ++j) {

@@ -102,18 +102,21 @@ def _(*, value, dtype):
 
 
 def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
-    """A constant tensor. Python floats become float32 and ints int32, as in TF."""
+    """A constant tensor. Python floats become float32 and ints int32, as in TF. With `shape`, TF1's
+    rule: a value with fewer elements fills the shape in order and repeats its last element."""
     arr = _numpy_value(value, dtype)
     if shape is not None:
         shape = tuple(as_shape(shape).as_list())
         if verify_shape and arr.shape != shape:
             raise TypeError(f"Expected Tensor's shape: {shape}, got {arr.shape}.")
-        if arr.size == 1:
-            arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
-        elif arr.size == int(np.prod(shape)):
-            arr = arr.reshape(shape)
-        else:
-            raise TypeError(f"Eager/graph constant: cannot reshape {arr.size} values into shape {shape}")
+        size = int(np.prod(shape))
+        if arr.size > size:
+            raise ValueError(f"Too many elements provided. Takes at most {size}, but got {arr.size}.")
+        if arr.size == 0 and size:
+            raise ValueError(f"Cannot fill shape {shape} from an empty value.")
+        flat = arr.reshape(-1)
+        arr = np.concatenate([flat, np.repeat(flat[-1:], size - flat.size)]).reshape(shape) if size else \
+            np.empty(shape, arr.dtype)
     arr = arr.copy()  # a constant keeps the value it was built with
     arr.setflags(write=False)
     return Const(value=arr, dtype=dtypes.as_dtype(arr.dtype), name=name)

@@ -35,16 +35,22 @@ def get_seed(op_seed):
 
 
 class _Counter:
-    """A hidden entry of the graph's variable numbering: the random op's int64 counter."""
+    """A hidden entry of the graph's variable numbering: the random op's int64 counter. Each session
+    starts it by itself (see session_start), without an initializer."""
 
-    auto_initialized = True
-
-    def __init__(self, graph, name):
+    def __init__(self, graph, name, seeded):
         self.shape = TensorShape([])
         self.dtype = dtypes.int64
+        self.seeded = seeded
         self._variable = VariableV2(shape=self.shape, dtype=self.dtype, var_index=len(graph._variables), name=name)
         self.op = self._variable.op
         graph._variables.append(self)
+
+    def session_start(self):
+        """The counter's value in a new session: zero for a seeded op, so every session repeats its
+        sequence (TF's rule); a random point of the stream for an unseeded one, so each session
+        draws new values."""
+        return 0 if self.seeded else secrets.randbits(62)
 
 
 def _random_op(type_name, distribution):
@@ -72,7 +78,8 @@ def _draw(opdef, shape, dtype, seed):
     """A standard draw of `shape` (a list, a TensorShape, or a Tensor whose shape to copy)."""
     graph = get_default_graph()
     seed1, seed2 = get_seed(seed)
-    counter = _Counter(graph, graph.unique_name("counter"))._variable
+    seeded = graph.seed is not None or seed is not None
+    counter = _Counter(graph, graph.unique_name("counter"), seeded)._variable
     dtype = dtypes.as_dtype(dtype)
     if isinstance(shape, Tensor) and shape.op.type == "Shape":
         return opdef(counter, shape.op.inputs[0], shape=None, dtype=dtype, seed=seed1, seed2=seed2)

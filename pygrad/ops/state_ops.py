@@ -99,7 +99,9 @@ class Variable(TensorLike):
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         graph = get_default_graph()
-        with graph.name_scope(name or "Variable") as scope:
+        # As TF's init_scope: the variable and its initializer ignore enclosing control_dependencies,
+        # so initializing it never runs (or waits for) the ops the user made it depend on.
+        with graph.control_dependencies(None), graph.name_scope(name or "Variable") as scope:
             if callable(initial_value):
                 with graph.name_scope("Initializer"):
                     initial_value = initial_value()

@@ -6,13 +6,17 @@ from pygrad.ops.array_ops import cast, convert_to_tensor, zeros
 
 class ExponentialMovingAverage:
     """Keeps a moving average of variables (or tensors). With num_updates, the decay is
-    min(decay, (1 + num_updates) / (10 + num_updates)), as in TF."""
+    min(decay, (1 + num_updates) / (10 + num_updates)), as in TF. With zero_debias, the average of a
+    tensor (which starts at zero) is divided by 1 - decay^t after t updates, as TF's: the biased
+    average and t live in variables named `<average>/biased` and `<average>/local_step`."""
 
     def __init__(self, decay, num_updates=None, zero_debias=False, name="ExponentialMovingAverage"):
         self._decay = decay
         self._num_updates = num_updates
+        self._zero_debias = zero_debias
         self._name = name
         self._averages = {}
+        self._debias = {}  # average -> (biased, local_step), for the tensors averaged with zero_debias
 
     @property
     def name(self):
@@ -40,6 +44,12 @@ class ExponentialMovingAverage:
                 else:  # a tensor: its average starts at zero
                     init = zeros(var.shape.as_list(), var.dtype)
                 avg = state_ops.Variable(init, trainable=False, name=self.average_name(var))
+                if self._zero_debias and not isinstance(var, state_ops.Variable):
+                    with graph.name_scope(avg.op.name + "/"):
+                        self._debias[avg] = (state_ops.Variable(zeros(var.shape.as_list(), var.dtype),
+                                                                trainable=False, name="biased"),
+                                             state_ops.Variable(zeros([], var.dtype), trainable=False,
+                                                                name="local_step"))
             self._averages[var] = avg
         with graph.name_scope(self._name) as scope:
             decay = convert_to_tensor(self._decay, preferred_dtype="float32", name="decay")
@@ -50,7 +60,14 @@ class ExponentialMovingAverage:
             updates = []
             for var in var_list:
                 avg = self._averages[var]
-                updates.append(state_ops.assign_sub(avg, (avg - var) * cast(one_minus_decay, var.dtype)))
+                omd = cast(one_minus_decay, var.dtype)
+                if avg in self._debias:
+                    biased, local_step = self._debias[avg]
+                    biased = state_ops.assign_sub(biased, (biased - var) * omd)
+                    bias_factor = 1.0 - math_ops.pow(1.0 - omd, state_ops.assign_add(local_step, 1.0))
+                    updates.append(state_ops.assign(avg, biased / bias_factor))
+                else:
+                    updates.append(state_ops.assign_sub(avg, (avg - var) * omd))
             return state_ops.group(*updates, name=scope)
 
     def average(self, var):
