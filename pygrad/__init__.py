@@ -29,9 +29,10 @@ from pygrad import errors, nn, train  # noqa: F401
 from pygrad.dtypes import DType, as_dtype, bool_ as bool, double, float32, float64, int32, int64  # noqa: A001
 from pygrad.gradients import AggregationMethod, UnconnectedGradients, gradients
 from pygrad.graph import Graph, GraphKeys, Operation, Tensor, get_default_graph, reset_default_graph
-from pygrad.ops.array_ops import (cast, constant, convert_to_tensor, expand_dims, fill, identity, ones,
-                                  ones_like, placeholder, rank, reshape, shape, size, squeeze, stop_gradient,
-                                  to_float, to_int32, to_int64, transpose, zeros, zeros_like)
+from pygrad.ops.array_ops import (add_check_numerics_ops, cast, check_numerics, constant, convert_to_tensor,
+                                  expand_dims, fill, identity, ones, ones_like, placeholder, rank, reshape, shape,
+                                  size, squeeze, stop_gradient, to_float, to_int32, to_int64, transpose, zeros,
+                                  zeros_like)
 from pygrad.ops.math_ops import (abs, add, add_n, argmax, argmin, ceil, div, divide, equal, exp, floor, floordiv,
                                  greater, greater_equal, less, less_equal, log, log1p, logical_and, logical_not,
                                  logical_or, logical_xor, matmul, maximum, minimum, multiply, negative, not_equal,

@@ -264,3 +264,46 @@ def test_feed_dtype_and_shape_errors():
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"must feed a value for placeholder tensor 'ids'"):
             sess.run(y)
         assert_close(sess.run(y, {x: [1, 2]}), np.array([2, 3], np.int32))
+
+
+# ---------------------------------------------------------------- check_numerics
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_check_numerics_passes_finite_values_and_names_nan_and_inf(dtype):
+    x = tf.placeholder(dtype, [None])
+    y = tf.check_numerics(tf.log(x), "log of x")
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(y, {x: [1.0, np.e ** 2]}), np.log(np.array([1.0, np.e ** 2], dtype)))
+        for value, what in (([1.0, -1.0, 0.0], "NaN"), ([0.0, 1.0], "Inf")):  # NaN wins over Inf
+            with pytest.raises(tf.errors.InvalidArgumentError,
+                               match=rf"CheckNumerics 'CheckNumerics': log of x : Tensor had {what} values") as e:
+                sess.run(y, {x: value})
+            assert "test_array_ops.py" in str(e.value)
+        big = np.ones(100_000, dtype)  # several parallel chunks, the bad value in the last one
+        big[-1] = np.inf
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Inf values"):
+            sess.run(y, {x: np.exp(big)})
+        assert sess.run(y, {x: [1.0]}) == 0.0  # the session goes on
+
+
+def test_check_numerics_checks_the_gradient_and_refuses_ints():
+    """sqrt(0) is finite, its gradient is not: the check on the gradient flowing back into x fails."""
+    x = tf.placeholder(tf.float64, [2])
+    (g,) = tf.gradients(tf.reduce_sum(tf.sqrt(tf.check_numerics(x, "sqrt"))), x)
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(g, {x: [1.0, 4.0]}), [0.5, 0.25])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="detected in gradient. sqrt : Tensor had Inf"):
+            sess.run(g, {x: [0.0, 4.0]})
+    with pytest.raises(TypeError, match="CheckNumerics.*must be floating point, got int32"):
+        tf.check_numerics(tf.constant([1, 2]), "ints")
+
+
+def test_add_check_numerics_ops_checks_every_float_tensor():
+    x = tf.placeholder(tf.float32, [2], name="x")
+    y = tf.sqrt(x, name="root") * 2.0
+    check = tf.add_check_numerics_ops()
+    with tf.Session() as sess:
+        assert sess.run([y, check], {x: [4.0, 9.0]})[0].tolist() == [4.0, 6.0]
+        with pytest.raises(tf.errors.InvalidArgumentError, match="root:0 : Tensor had NaN values"):
+            sess.run([y, check], {x: [-1.0, 9.0]})

@@ -1,9 +1,10 @@
-// Elementwise kernels: unary ops and their gradients, broadcasting binary ops, cast, fill and
-// broadcast_to. All buffers are contiguous and row-major. Every output element depends only on the
+// Elementwise kernels: unary ops and their gradients, broadcasting binary ops, cast, fill,
+// broadcast_to and check_numerics. All buffers are contiguous and row-major. Every output element depends only on the
 // matching input elements, so parallel_for may split the loops anywhere and results do not depend
 // on the thread count. An op is a functor type chosen once, in the builder, so each inner loop is
 // a plain loop over one op that gcc -O3 can vectorize.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -617,6 +618,35 @@ Step build_broadcast_to(const KernelCall& c) {
       if (s != T(1)) return [x, y, plan, s](Frame& f) { broadcast_to(cview<T>(f, x), view<T>(f, y), plan, s, Mul{}); };
     }
     return [x, y, plan, s](Frame& f) { broadcast_to(cview<T>(f, x), view<T>(f, y), plan, s, First{}); };
+  });
+}
+
+// TF's CheckNumerics: throws "<message> : Tensor had NaN values" (or Inf values; NaN wins) if x
+// holds any; otherwise does nothing (the op's output is x itself). The flags are gathered over
+// the parallel chunks and the throw happens after them (an exception must not leave an OpenMP
+// region).
+template <class T> void check_numerics(ConstView<T> x, const std::string& message) {
+  std::atomic<int> found{0};  // bit 0: an Inf, bit 1: a NaN
+  parallel_for(x.size(), kGrain, [&](int64_t b, int64_t e) {
+    bool nan = false, inf = false;
+    for (int64_t i = b; i < e; ++i) {
+      nan |= x.data[i] != x.data[i];
+      inf |= std::isinf(x.data[i]);
+    }
+    if (nan || inf) found.fetch_or((nan ? 2 : 0) | (inf ? 1 : 0));
+  });
+  if (found.load()) throw std::invalid_argument(message + (found.load() & 2 ? " : Tensor had NaN values"
+                                                                               : " : Tensor had Inf values"));
+}
+
+Step build_check_numerics(const KernelCall& c) {
+  expect_arity(c, 1, 0);
+  const char* nm = c.kernel.c_str();
+  const Operand x = c.in[0];
+  const std::string message = c.attrs.s("message", nm);
+  return dispatch_float(x.dtype, nm, [&](auto t) -> Step {
+    using T = decltype(t);
+    return [x, message](Frame& f) { check_numerics(cview<T>(f, x), message); };
   });
 }
 
