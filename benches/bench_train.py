@@ -1,66 +1,54 @@
-"""Training-step and Session.run overhead benchmark: pygrad vs TensorFlow 1 (compat.v1).
+"""Training-step and Session.run overhead benchmark: pygrad vs TensorFlow 1 (compat.v1), PyTorch and JAX.
 
-The same TF1-style code runs against both libraries; it only receives the module
-object `tf` (``import pygrad as tf`` or ``tensorflow.compat.v1`` with v2 behaviour off).
+The same TF1-style code runs against pygrad and TensorFlow; it only receives the module object
+`tf` (``import pygrad as tf`` or ``tensorflow.compat.v1`` with v2 behaviour off). PyTorch and JAX
+run the same model written the way each is normally used. Everything runs on the CPU.
 
-Cases (times are wall-clock per ``sess.run`` call, measured with time.perf_counter):
-  mnist_softmax_step   one step of the classic MNIST softmax regression tutorial
-                       (GradientDescentOptimizer(0.01), batch 100), ``sess.run([opt, cost])``;
-                       50 warm-up steps, then --steps timed steps.
-  session_run_trivial  ``sess.run(a + b)`` on two scalar placeholders; 200 warm-up calls,
-                       then --calls timed calls.
-Each case is run --repeats times, interleaving libraries (pygrad, tensorflow, pygrad, ...);
-a row shows the median over repeats of the per-repeat median, p10 and p90 (microseconds).
-Every library sees the same batches in the same order (a fixed permutation, numpy seed 0,
-of the 55000 training examples that follow the 5000 validation examples), so the per-step
-costs of pygrad and TensorFlow are compared as a correctness cross-check.
+Cases (times are wall-clock per step, measured with time.perf_counter):
+  mnist_softmax_step   one step of the classic MNIST softmax regression tutorial: W [784,10] and
+                       b [10] zeros, cost = mean(-sum(y * log(softmax(x W + b)), 1)), plain
+                       gradient descent with learning rate 0.01, batch 100; 50 warm-up steps,
+                       then --steps timed steps. Each step returns the cost as a Python float:
+                         pygrad, tensorflow  ``sess.run([opt, cost], feed_dict=...)``
+                         torch   tensors with requires_grad, cost.backward(), in-place update
+                                 under torch.no_grad(), cost.item()
+                         jax     a jax.jit-compiled step (params, x, y) -> (new params, cost)
+                                 (float32, params donated), float(cost) waits for the result
+  session_run_trivial  ``sess.run(a + b)`` on two scalar placeholders; 200 warm-up calls, then
+                       --calls timed calls. pygrad and TensorFlow only: it measures the cost of a
+                       Session.run call, which PyTorch (eager) and JAX have no equivalent of.
+Each case is run --repeats times, interleaving libraries (pygrad, tensorflow, torch, jax, pygrad,
+...); a row shows the median over repeats of the per-repeat median, p10 and p90 (microseconds),
+and the ratio of the peer's median to pygrad's. Every library sees the same batches in the same
+order (a fixed permutation, numpy seed 0, of the 55000 training examples that follow the 5000
+validation examples), so each peer's per-step costs are compared with pygrad's as a correctness
+cross-check (max absolute difference over all steps of the last repeat).
 
 Threads: OMP/OPENBLAS/MKL_NUM_THREADS are set to --threads before any library is imported;
-TensorFlow gets a ConfigProto with intra/inter-op parallelism = --threads, pygrad gets
-pygrad.set_num_threads(--threads) if it has it. A library that cannot be imported is skipped.
+pygrad gets pygrad.set_num_threads, TensorFlow a ConfigProto with intra/inter-op parallelism,
+PyTorch torch.set_num_threads / set_num_interop_threads, and JAX's CPU thread pool is limited to
+--threads CPUs by affinity (XLA has no thread-count setting; see common.load_libraries). pygrad
+sets OMP_WAIT_POLICY=PASSIVE unless it is set; PyTorch shares that OpenMP runtime. A peer that
+cannot be imported is skipped with a message.
 
 Run:
   python benches/bench_train.py --data-dir DIR [--steps 2000] [--calls 20000] [--repeats 3]
-                                [--threads 1] [--peers tensorflow]
+                                [--threads 1] [--peers tensorflow,torch,jax]
 DIR holds the four MNIST IDX .gz files (train-images-idx3-ubyte.gz, ...); it defaults to
 $PYGRAD_MNIST_DIR. ``--peers none`` runs pygrad alone.
 """
-import argparse
-import contextlib
-import gzip
-import os
 import sys
 import time
+
+import common
 
 WARMUP_STEPS = 50
 WARMUP_CALLS = 200
 BATCH = 100
+LEARNING_RATE = 0.01
 
 
-def load_mnist_train(data_dir):
-    """The 55000 training examples (validation = first 5000 dropped), float32 in [0, 1], one-hot."""
-    import numpy as np
-
-    def read(name, offset):
-        with gzip.open(os.path.join(data_dir, name), "rb") as f:
-            return np.frombuffer(f.read(), dtype=np.uint8, offset=offset)
-
-    images = read("train-images-idx3-ubyte.gz", 16).reshape(-1, 784).astype(np.float32) / 255.0
-    labels = read("train-labels-idx1-ubyte.gz", 8)
-    one_hot = np.zeros((labels.size, 10), dtype=np.float32)
-    one_hot[np.arange(labels.size), labels] = 1.0
-    return images[5000:], one_hot[5000:]
-
-
-def make_batches(images, labels):
-    import numpy as np
-    perm = np.random.RandomState(0).permutation(len(images))
-    return [(np.ascontiguousarray(images[perm[i:i + BATCH]]),
-             np.ascontiguousarray(labels[perm[i:i + BATCH]]))
-            for i in range(0, len(images) - BATCH + 1, BATCH)]
-
-
-def build_and_train(tf, batches, steps, session_kwargs=None):
+def train_tf1(tf, batches, steps, session_kwargs):
     """Classic TF1 softmax regression; returns (per-step seconds after warm-up, all costs)."""
     x = tf.placeholder(tf.float32, [None, 784])
     y = tf.placeholder(tf.float32, [None, 10])
@@ -68,27 +56,68 @@ def build_and_train(tf, batches, steps, session_kwargs=None):
     b = tf.Variable(tf.zeros([10]))
     pred = tf.nn.softmax(tf.matmul(x, W) + b)
     cost = tf.reduce_mean(-tf.reduce_sum(y * tf.log(pred), reduction_indices=1))
-    opt = tf.train.GradientDescentOptimizer(0.01).minimize(cost)
-    times, costs = [], []
-    with tf.Session(**(session_kwargs or {})) as sess:
+    opt = tf.train.GradientDescentOptimizer(LEARNING_RATE).minimize(cost)
+    with tf.Session(**session_kwargs) as sess:
         sess.run(tf.global_variables_initializer())
-        for i in range(WARMUP_STEPS + steps):
+
+        def step(i):
             bx, by = batches[i % len(batches)]
-            t0 = time.perf_counter()
-            _, c = sess.run([opt, cost], feed_dict={x: bx, y: by})
-            t1 = time.perf_counter()
-            costs.append(float(c))
-            if i >= WARMUP_STEPS:
-                times.append(t1 - t0)
-    return times, costs
+            return float(sess.run([opt, cost], feed_dict={x: bx, y: by})[1])
+
+        return common.time_steps(step, WARMUP_STEPS, steps)
 
 
-def session_run_trivial(tf, calls, session_kwargs=None):
+def train_torch(torch, batches, steps):
+    """The same model in PyTorch (eager autograd, manual SGD update)."""
+    W = torch.zeros(784, 10, requires_grad=True)
+    b = torch.zeros(10, requires_grad=True)
+
+    def step(i):
+        bx, by = batches[i % len(batches)]
+        x, y = torch.from_numpy(bx), torch.from_numpy(by)
+        pred = torch.softmax(x @ W + b, dim=1)
+        cost = torch.mean(-torch.sum(y * torch.log(pred), dim=1))
+        cost.backward()
+        with torch.no_grad():
+            W.sub_(LEARNING_RATE * W.grad)
+            b.sub_(LEARNING_RATE * b.grad)
+        W.grad = None
+        b.grad = None
+        return cost.item()
+
+    return common.time_steps(step, WARMUP_STEPS, steps)
+
+
+def train_jax(jax, batches, steps):
+    """The same model in JAX: one jit-compiled function per step, parameters donated."""
+    import jax.numpy as jnp
+
+    def cost_fn(params, x, y):
+        pred = jax.nn.softmax(x @ params["W"] + params["b"])
+        return jnp.mean(-jnp.sum(y * jnp.log(pred), axis=1))
+
+    def sgd_step(params, x, y):
+        cost, grads = jax.value_and_grad(cost_fn)(params, x, y)
+        return jax.tree.map(lambda p, g: p - LEARNING_RATE * g, params, grads), cost
+
+    sgd_step = jax.jit(sgd_step, donate_argnums=0)
+    params = {"W": jnp.zeros((784, 10), jnp.float32), "b": jnp.zeros((10,), jnp.float32)}
+
+    def step(i):
+        nonlocal params
+        bx, by = batches[i % len(batches)]
+        params, cost = sgd_step(params, bx, by)
+        return float(cost)
+
+    return common.time_steps(step, WARMUP_STEPS, steps)
+
+
+def session_run_trivial(tf, calls, session_kwargs):
     a = tf.placeholder(tf.float32, [])
     b = tf.placeholder(tf.float32, [])
     c = a + b
     times = []
-    with tf.Session(**(session_kwargs or {})) as sess:
+    with tf.Session(**session_kwargs) as sess:
         for i in range(WARMUP_CALLS + calls):
             t0 = time.perf_counter()
             sess.run(c, feed_dict={a: 1.0, b: 2.0})
@@ -98,86 +127,50 @@ def session_run_trivial(tf, calls, session_kwargs=None):
     return times
 
 
-def load_libraries(peers, threads):
-    """[(name, module, session_kwargs)]; prints a line for each library that is skipped."""
-    libs = []
-    try:
-        import pygrad
-        if not hasattr(pygrad, "Session"):
-            raise ImportError("pygrad has no Session (not built?)")
-        if hasattr(pygrad, "set_num_threads"):
-            pygrad.set_num_threads(threads)
-        libs.append(("pygrad", pygrad, {}))
-    except ImportError as e:
-        print(f"skipped pygrad: {e}")
-    if "tensorflow" in peers:
-        try:
-            import tensorflow.compat.v1 as tf1
-            tf1.logging.set_verbosity(tf1.logging.ERROR)
-            tf1.disable_eager_execution()
-            tf1.disable_v2_behavior()
-            config = tf1.ConfigProto(intra_op_parallelism_threads=threads,
-                                     inter_op_parallelism_threads=threads)
-            libs.append(("tensorflow", tf1, {"config": config}))
-        except ImportError as e:
-            print(f"skipped tensorflow: {e}")
-    return libs
-
-
-def fresh_graph(tf):
-    return tf.Graph().as_default() if hasattr(tf, "Graph") else contextlib.nullcontext()
-
-
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", default=os.environ.get("PYGRAD_MNIST_DIR"),
-                   help="directory with the MNIST IDX .gz files (default: $PYGRAD_MNIST_DIR)")
+    p = common.argument_parser(__doc__)
     p.add_argument("--steps", type=int, default=2000, help="timed training steps per repeat")
     p.add_argument("--calls", type=int, default=20000, help="timed trivial session.run calls")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--peers", default="tensorflow", help="comma-separated peers, or 'none'")
     args = p.parse_args()
+    peers = common.parse_peers(p, args.peers)
     if not args.data_dir:
         p.error("--data-dir is required (or set PYGRAD_MNIST_DIR)")
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(args.threads)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    common.set_thread_environment(args.threads)
     import numpy as np
 
-    libs = load_libraries([s.strip() for s in args.peers.split(",")], args.threads)
+    libs = common.load_libraries(peers, args.threads)
     if not libs:
         sys.exit("no library to benchmark")
-    batches = make_batches(*load_mnist_train(args.data_dir))
+    batches = common.make_batches(*common.load_mnist_train(args.data_dir), BATCH)
 
-    cases = ["mnist_softmax_step", "session_run_trivial"]
-    stats = {(c, name): [] for c in cases for name, _, _ in libs}  # per repeat (med, p10, p90)
+    results = common.Results()
     costs = {}
     for _ in range(args.repeats):
-        for name, tf, kw in libs:
-            with fresh_graph(tf):
-                times, costs[name] = build_and_train(tf, batches, args.steps, kw)
-            stats["mnist_softmax_step", name].append(np.percentile(times, [50, 10, 90]) * 1e6)
-            with fresh_graph(tf):
-                times = session_run_trivial(tf, args.calls, kw)
-            stats["session_run_trivial", name].append(np.percentile(times, [50, 10, 90]) * 1e6)
+        for lib in libs:
+            if lib.name == "torch":
+                times, costs[lib.name] = train_torch(lib.module, batches, args.steps)
+            elif lib.name == "jax":
+                times, costs[lib.name] = train_jax(lib.module, batches, args.steps)
+            else:
+                with common.fresh_graph(lib.module):
+                    times, costs[lib.name] = train_tf1(lib.module, batches, args.steps, lib.session_kwargs)
+            results.add("mnist_softmax_step", lib.name, times)
+        for lib in libs:
+            if lib.name in ("pygrad", "tensorflow"):
+                with common.fresh_graph(lib.module):
+                    times = session_run_trivial(lib.module, args.calls, lib.session_kwargs)
+                results.add("session_run_trivial", lib.name, times)
 
     print(f"\nthreads={args.threads} repeats={args.repeats} steps={args.steps} "
           f"calls={args.calls} (median over repeats of per-repeat statistics, microseconds)")
-    print(f"{'case':<22}{'library':<12}{'median_us':>12}{'p10':>12}{'p90':>12}")
-    for case in cases:
-        rows = {}
-        for name, _, _ in libs:
-            med, p10, p90 = np.median(np.array(stats[case, name]), axis=0)
-            rows[name] = med
-            print(f"{case:<22}{name:<12}{med:>12.1f}{p10:>12.1f}{p90:>12.1f}")
-        if "pygrad" in rows and "tensorflow" in rows:
-            print(f"{case:<22}tf/pygrad = {rows['tensorflow'] / rows['pygrad']:.2f}x")
+    results.print_table()
     for name in costs:
         print(f"final cost ({name}, step {len(costs[name])}): {costs[name][-1]:.6f}")
-    if "pygrad" in costs and "tensorflow" in costs:
-        diff = np.max(np.abs(np.array(costs["pygrad"]) - np.array(costs["tensorflow"])))
-        print(f"max |cost_pygrad - cost_tf| over {len(costs['pygrad'])} steps: {diff:.2e}")
+    if "pygrad" in costs:
+        for name in costs:
+            if name != "pygrad":
+                diff = np.max(np.abs(np.array(costs["pygrad"]) - np.array(costs[name])))
+                print(f"max |cost_pygrad - cost_{name}| over {len(costs['pygrad'])} steps: {diff:.2e}")
 
 
 if __name__ == "__main__":

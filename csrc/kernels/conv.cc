@@ -13,8 +13,9 @@
 // The batch is processed in chunks of whole images whose patch matrix fits 4 MB (or one image, if
 // larger), held in a thread-local, grow-only scratch buffer of the calling thread. im2col runs in
 // parallel over image rows, the sum back (col2im) in parallel over images, and the gemm in parallel
-// inside the BLAS. Each output element is computed in an order fixed by the shapes alone (chunks
-// never depend on the thread count), so results are deterministic. When the patch matrix is the
+// inside the BLAS. The chunks and pygrad's own loops depend on the shapes alone, never on the thread
+// count, so for a given thread count results are deterministic; across thread counts they agree to
+// rounding (the BLAS may split its sums differently). When the patch matrix is the
 // input itself (1x1 filter, stride 1, no padding; or a filter covering the whole input with one
 // output position), there is no im2col and no scratch: one gemm over the whole batch.
 //

@@ -1,0 +1,190 @@
+"""Helpers shared by the benchmark scripts in this directory.
+
+- command line: the options every script takes (--data-dir, --repeats, --threads, --peers);
+- threads: environment variables that must be set before any library is imported, then each
+  library's own thread setting (see ``load_libraries``);
+- MNIST: the 55000 training examples and a fixed, seeded order of batches;
+- timing: ``time_steps`` times one callable per step after warm-up; ``Results`` keeps the
+  per-repeat median/p10/p90 and prints the table with the ratio peer time / pygrad time.
+
+NumPy and the libraries are imported inside the functions, so that importing this module does not
+load anything before the thread environment is set.
+"""
+import argparse
+import contextlib
+import gzip
+import os
+import time
+from collections import namedtuple
+
+PEERS = ("tensorflow", "torch", "jax")
+
+Library = namedtuple("Library", "name module session_kwargs")
+"""A loaded library: name, module (``pygrad``, ``tensorflow.compat.v1``, ``torch`` or ``jax``) and
+the keyword arguments for ``tf.Session`` (TF1-style libraries only, else {})."""
+
+
+def argument_parser(doc, default_repeats=3):
+    """An ArgumentParser with the options every benchmark script takes."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data-dir", default=os.environ.get("PYGRAD_MNIST_DIR"),
+                   help="directory with the MNIST IDX .gz files (default: $PYGRAD_MNIST_DIR)")
+    p.add_argument("--repeats", type=int, default=default_repeats,
+                   help="repeats, interleaving the libraries (default: %(default)s)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="threads for every library (default: %(default)s)")
+    p.add_argument("--peers", default=",".join(PEERS),
+                   help="comma-separated peers out of %s, or 'none' (default: all)" % ",".join(PEERS))
+    return p
+
+
+def parse_peers(parser, text):
+    peers = [s.strip() for s in text.split(",") if s.strip() and s.strip() != "none"]
+    unknown = [s for s in peers if s not in PEERS]
+    if unknown:
+        parser.error(f"unknown peer(s) {', '.join(unknown)}; choose from {', '.join(PEERS)}")
+    return peers
+
+
+def set_thread_environment(threads):
+    """Call before importing NumPy or any library: the BLAS and OpenMP runtimes read these once,
+    when they load. Also keeps TensorFlow's C++ logging quiet and JAX on the CPU."""
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+def load_libraries(peers, threads):
+    """[Library] for pygrad and the requested peers, each limited to `threads` threads; a library
+    that cannot be imported is skipped with a message.
+
+    pygrad: pygrad.set_num_threads. TensorFlow: a ConfigProto with intra/inter-op parallelism.
+    PyTorch: torch.set_num_threads and torch.set_num_interop_threads. JAX: XLA's CPU client sizes
+    its thread pool from the CPUs the process may run on and ignores OMP_NUM_THREADS and the
+    XLA_FLAGS thread options, so when `threads` is below that count the client is created while
+    the calling thread is restricted (sched_setaffinity) to the first `threads` of those CPUs; the
+    pool threads inherit that mask, the calling thread gets its full mask back."""
+    libs = []
+    try:
+        import pygrad
+        if not hasattr(pygrad, "Session"):
+            raise ImportError("pygrad has no Session (not built?)")
+        if hasattr(pygrad, "set_num_threads"):
+            pygrad.set_num_threads(threads)
+        libs.append(Library("pygrad", pygrad, {}))
+    except ImportError as e:
+        print(f"skipped pygrad: {e}")
+    if "tensorflow" in peers:
+        try:
+            import tensorflow.compat.v1 as tf1
+            tf1.logging.set_verbosity(tf1.logging.ERROR)
+            tf1.disable_eager_execution()
+            tf1.disable_v2_behavior()
+            config = tf1.ConfigProto(intra_op_parallelism_threads=threads,
+                                     inter_op_parallelism_threads=threads)
+            libs.append(Library("tensorflow", tf1, {"config": config}))
+        except ImportError as e:
+            print(f"skipped tensorflow: {e}")
+    if "torch" in peers:
+        try:
+            import torch
+            torch.set_num_threads(threads)
+            with contextlib.suppress(RuntimeError):  # only allowed before any inter-op work
+                torch.set_num_interop_threads(threads)
+            libs.append(Library("torch", torch, {}))
+        except ImportError as e:
+            print(f"skipped torch: {e}")
+    if "jax" in peers:
+        try:
+            import jax
+            jax.config.update("jax_enable_x64", False)
+            _start_jax_cpu_client(jax, threads)
+            libs.append(Library("jax", jax, {}))
+        except ImportError as e:
+            print(f"skipped jax: {e}")
+    return libs
+
+
+def _start_jax_cpu_client(jax, threads):
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if not 0 < threads < len(allowed):
+        jax.devices("cpu")
+        return
+    os.sched_setaffinity(0, allowed[:threads])
+    try:
+        jax.devices("cpu")
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
+def fresh_graph(tf):
+    """A new default graph for a TF1-style library (a no-op context for others)."""
+    return tf.Graph().as_default() if hasattr(tf, "Graph") else contextlib.nullcontext()
+
+
+def load_mnist_train(data_dir):
+    """The 55000 training examples (validation = first 5000 dropped), float32 in [0, 1], one-hot."""
+    import numpy as np
+
+    def read(name, offset):
+        with gzip.open(os.path.join(data_dir, name), "rb") as f:
+            return np.frombuffer(f.read(), dtype=np.uint8, offset=offset)
+
+    images = read("train-images-idx3-ubyte.gz", 16).reshape(-1, 784).astype(np.float32) / 255.0
+    labels = read("train-labels-idx1-ubyte.gz", 8)
+    one_hot = np.zeros((labels.size, 10), dtype=np.float32)
+    one_hot[np.arange(labels.size), labels] = 1.0
+    return images[5000:], one_hot[5000:]
+
+
+def make_batches(images, labels, batch):
+    """Consecutive batches of a fixed permutation (NumPy seed 0) of the examples, C-contiguous."""
+    import numpy as np
+    perm = np.random.RandomState(0).permutation(len(images))
+    return [(np.ascontiguousarray(images[perm[i:i + batch]]),
+             np.ascontiguousarray(labels[perm[i:i + batch]]))
+            for i in range(0, len(images) - batch + 1, batch)]
+
+
+def time_steps(step, warmup, steps):
+    """Calls step(i) for i in range(warmup + steps); returns (seconds of each call after warm-up,
+    the values returned by all calls)."""
+    times, values = [], []
+    for i in range(warmup + steps):
+        t0 = time.perf_counter()
+        v = step(i)
+        t1 = time.perf_counter()
+        values.append(v)
+        if i >= warmup:
+            times.append(t1 - t0)
+    return times, values
+
+
+class Results:
+    """Per (case, library): one (median, p10, p90) in microseconds per repeat; ``print_table``
+    reports the median of each over the repeats and peer median / pygrad median."""
+
+    def __init__(self):
+        self._stats = {}
+        self._order = []
+
+    def add(self, case, library, seconds):
+        import numpy as np
+        if (case, library) not in self._stats:
+            self._stats[case, library] = []
+            self._order.append((case, library))
+        self._stats[case, library].append(np.percentile(seconds, [50, 10, 90]) * 1e6)
+
+    def print_table(self):
+        import numpy as np
+        cases = list(dict.fromkeys(c for c, _ in self._order))
+        print(f"{'case':<22}{'library':<12}{'median_us':>12}{'p10':>12}{'p90':>12}{'peer/pygrad':>14}")
+        for case in cases:
+            rows = {lib: np.median(np.array(self._stats[c, lib]), axis=0)
+                    for c, lib in self._order if c == case}
+            base = rows.get("pygrad")
+            for lib, (med, p10, p90) in rows.items():
+                ratio = f"{med / base[0]:.2f}x" if base is not None and lib != "pygrad" else ""
+                print(f"{case:<22}{lib:<12}{med:>12.1f}{p10:>12.1f}{p90:>12.1f}{ratio:>14}")
