@@ -23,9 +23,9 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <memory>
 
 #include "pg/parallel.h"
+#include "pg/scratch.h"
 #include "runtime/kernel.h"
 
 namespace pg {
@@ -43,17 +43,6 @@ inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double
                  int64_t ldb, double beta, double* c) {
   scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
                     int(k), 1.0, a, int(lda), b, int(ldb), beta, c, int(n));
-}
-
-// n elements of T owned by the calling thread; grows, never shrinks, never initialized.
-template <class T> T* thread_scratch(int64_t n) {
-  thread_local std::unique_ptr<T[]> buf;
-  thread_local int64_t capacity = 0;
-  if (capacity < n) {
-    buf.reset(new T[size_t(n)]);
-    capacity = n;
-  }
-  return buf.get();
 }
 
 struct ConvGeom {

@@ -1,11 +1,15 @@
 // Fused optimizer updates: each reads the gradient once and updates the variable and its slots
 // in place, in one pass. Formulas are TensorFlow's training ops (core/kernels/training_ops.cc).
 // Hyperparameters are scalar tensors (a learning rate may be a decayed tensor); the builders
-// read them into a named struct each run.
+// read them into a named struct each run. Each update's element loop is a function of its own over
+// one chunk, with __restrict pointers and the scalars by value, so that it vectorizes: inside the
+// parallel_for lambda, loads through captured references would need more run-time alias checks
+// than the compiler makes.
 #include <algorithm>
 #include <cmath>
 
 #include "pg/parallel.h"
+#include "pg/scratch.h"
 #include "runtime/kernel.h"
 
 namespace pg {
@@ -30,11 +34,13 @@ void check_like_var(const KernelCall& c, const char* op, std::initializer_list<s
 }  // namespace
 
 // ---- gradient descent: var -= lr * grad ----
+template <class T> void gradient_descent_chunk(int64_t n, T* __restrict v, const T* __restrict g, T lr) {
+  for (int64_t i = 0; i < n; ++i) v[i] -= lr * g[i];
+}
+
 template <class T> void apply_gradient_descent(View<T> var, T lr, ConstView<T> grad) {
-  T* __restrict v = var.data;
-  const T* __restrict g = grad.data;
   parallel_for(var.size(), kGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) v[i] -= lr * g[i];
+    gradient_descent_chunk(e - b, var.data + b, grad.data + b, lr);
   });
 }
 
@@ -58,15 +64,17 @@ template <class T> struct MomentumParams {
   bool nesterov;
 };
 
+template <class T>
+void momentum_chunk(int64_t n, T* __restrict v, T* __restrict a, const T* __restrict g, MomentumParams<T> p) {
+  for (int64_t i = 0; i < n; ++i) {
+    a[i] = a[i] * p.momentum + g[i];
+    v[i] -= p.nesterov ? g[i] * p.lr + a[i] * p.momentum * p.lr : a[i] * p.lr;
+  }
+}
+
 template <class T> void apply_momentum(View<T> var, View<T> accum, ConstView<T> grad, MomentumParams<T> p) {
-  T* __restrict v = var.data;
-  T* __restrict a = accum.data;
-  const T* __restrict g = grad.data;
   parallel_for(var.size(), kGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      a[i] = a[i] * p.momentum + g[i];
-      v[i] -= p.nesterov ? g[i] * p.lr + a[i] * p.momentum * p.lr : a[i] * p.lr;
-    }
+    momentum_chunk(e - b, var.data + b, accum.data + b, grad.data + b, p);
   });
 }
 
@@ -89,15 +97,16 @@ Step build_apply_momentum(const KernelCall& c) {  // in: var, accum, lr, grad, m
 }
 
 // ---- Adagrad: accum += grad^2; var -= lr * grad / sqrt(accum) ----
+template <class T> void adagrad_chunk(int64_t n, T* __restrict v, T* __restrict a, const T* __restrict g, T lr) {
+  for (int64_t i = 0; i < n; ++i) {
+    a[i] += g[i] * g[i];
+    v[i] -= g[i] * lr / std::sqrt(a[i]);
+  }
+}
+
 template <class T> void apply_adagrad(View<T> var, View<T> accum, ConstView<T> grad, T lr) {
-  T* __restrict v = var.data;
-  T* __restrict a = accum.data;
-  const T* __restrict g = grad.data;
   parallel_for(var.size(), kGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      a[i] += g[i] * g[i];
-      v[i] -= g[i] * lr / std::sqrt(a[i]);
-    }
+    adagrad_chunk(e - b, var.data + b, accum.data + b, grad.data + b, lr);
   });
 }
 
@@ -120,25 +129,31 @@ template <class T> struct RMSPropParams {
   T lr, rho, momentum, epsilon;
 };
 
+// One chunk; kCentered says whether mg (the mean gradient) is kept.
+template <bool kCentered, class T>
+void rms_prop_chunk(int64_t n, T* __restrict v, T* __restrict s, T* __restrict m, T* __restrict mg,
+                    const T* __restrict g, RMSPropParams<T> p) {
+  const T one_minus_rho = T(1) - p.rho;
+  for (int64_t i = 0; i < n; ++i) {
+    s[i] += (g[i] * g[i] - s[i]) * one_minus_rho;
+    T denom = s[i];
+    if constexpr (kCentered) {
+      mg[i] += (g[i] - mg[i]) * one_minus_rho;
+      denom -= mg[i] * mg[i];
+    }
+    denom += p.epsilon;  // TF's order, (ms - mg^2) + epsilon, for the same rounding
+    m[i] = m[i] * p.momentum + g[i] * p.lr / std::sqrt(denom);
+    v[i] -= m[i];
+  }
+}
+
 template <class T>
 void apply_rms_prop(View<T> var, View<T> ms, View<T> mom, T* mg, ConstView<T> grad, RMSPropParams<T> p) {
-  T* __restrict v = var.data;
-  T* __restrict s = ms.data;
-  T* __restrict m = mom.data;
-  const T* __restrict g = grad.data;
-  const T one_minus_rho = T(1) - p.rho;
   parallel_for(var.size(), kGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      s[i] += (g[i] * g[i] - s[i]) * one_minus_rho;
-      T denom = s[i];
-      if (mg) {
-        mg[i] += (g[i] - mg[i]) * one_minus_rho;
-        denom -= mg[i] * mg[i];
-      }
-      denom += p.epsilon;  // TF's order, (ms - mg^2) + epsilon, for the same rounding
-      m[i] = m[i] * p.momentum + g[i] * p.lr / std::sqrt(denom);
-      v[i] -= m[i];
-    }
+    if (mg)
+      rms_prop_chunk<true>(e - b, var.data + b, ms.data + b, mom.data + b, mg + b, grad.data + b, p);
+    else
+      rms_prop_chunk<false>(e - b, var.data + b, ms.data + b, mom.data + b, static_cast<T*>(nullptr), grad.data + b, p);
   });
 }
 
@@ -169,19 +184,21 @@ template <class T> struct AdamParams {
   T beta1_power, beta2_power, lr, beta1, beta2, epsilon;
 };
 
+template <class T>
+void adam_chunk(int64_t n, T* __restrict w, T* __restrict m, T* __restrict v, const T* __restrict g, T alpha,
+                T one_minus_b1, T one_minus_b2, T epsilon) {
+  for (int64_t i = 0; i < n; ++i) {
+    m[i] += (g[i] - m[i]) * one_minus_b1;
+    v[i] += (g[i] * g[i] - v[i]) * one_minus_b2;
+    w[i] -= m[i] * alpha / (std::sqrt(v[i]) + epsilon);
+  }
+}
+
 template <class T> void apply_adam(View<T> var, View<T> m, View<T> v, ConstView<T> grad, AdamParams<T> p) {
-  T* __restrict w = var.data;
-  T* __restrict mm = m.data;
-  T* __restrict vv = v.data;
-  const T* __restrict g = grad.data;
   const T alpha = p.lr * std::sqrt(T(1) - p.beta2_power) / (T(1) - p.beta1_power);
-  const T one_minus_b1 = T(1) - p.beta1, one_minus_b2 = T(1) - p.beta2;
   parallel_for(var.size(), kGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      mm[i] += (g[i] - mm[i]) * one_minus_b1;
-      vv[i] += (g[i] * g[i] - vv[i]) * one_minus_b2;
-      w[i] -= mm[i] * alpha / (std::sqrt(vv[i]) + p.epsilon);
-    }
+    adam_chunk(e - b, var.data + b, m.data + b, v.data + b, grad.data + b, alpha, T(1) - p.beta1, T(1) - p.beta2,
+               p.epsilon);
   });
 }
 
@@ -205,15 +222,44 @@ Step build_apply_adam(const KernelCall& c) {  // in: var, m, v, beta1_power, bet
 
 // ---- global-norm clipping: norm = sqrt(sum_i ||t_i||^2); c_i = t_i * clip / max(norm, clip).
 // in: t_1..t_n, clip_norm [, use_norm when attr has_use_norm]; out: c_1..c_n, norm. The norm is
-// accumulated in double; c_i may alias t_i. A NaN or inf norm gives NaN outputs, as in TF. ----
+// accumulated in double, over fixed blocks of each tensor (in parallel), each block in kSumLanes
+// running sums; the block sums are then added in order, so the result does not depend on the
+// thread count. c_i may alias t_i. A NaN or inf norm gives NaN outputs, as in TF. ----
+constexpr int kSumLanes = 8;
+constexpr int64_t kSumBlock = 1 << 14;
+
+template <class T> double sum_squares_chunk(int64_t n, const T* __restrict x) {
+  double lane[kSumLanes] = {};
+  int64_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) {
+    for (int l = 0; l < kSumLanes; ++l) lane[l] += double(x[i + l]) * double(x[i + l]);
+  }
+  for (int l = 0; i < n; ++i, ++l) lane[l] += double(x[i]) * double(x[i]);
+  for (int w = kSumLanes / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) lane[l] += lane[l + w];
+  return lane[0];
+}
+
 template <class T> double sum_squares(ConstView<T> t) {
+  const int64_t n = t.size(), blocks = (n + kSumBlock - 1) / kSumBlock;
+  if (blocks <= 1) return sum_squares_chunk(n, t.data);
+  double* partial = thread_scratch<double>(blocks);
+  parallel_for(blocks, 4, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k)
+      partial[k] = sum_squares_chunk(std::min(kSumBlock, n - k * kSumBlock), t.data + k * kSumBlock);
+  });
   double s = 0;
-  for (int64_t i = 0; i < t.size(); ++i) s += double(t.data[i]) * double(t.data[i]);
+  for (int64_t k = 0; k < blocks; ++k) s += partial[k];
   return s;
 }
 
+// out = t * factor; out may be t itself, so the pointers are not __restrict.
+template <class T> void scale_chunk(int64_t n, const T* t, T factor, T* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = t[i] * factor;
+}
+
 template <class T> void scale(ConstView<T> t, T factor, View<T> out) {
-  for (int64_t i = 0; i < t.size(); ++i) out.data[i] = t.data[i] * factor;
+  parallel_for(t.size(), kGrain, [&](int64_t b, int64_t e) { scale_chunk(e - b, t.data + b, factor, out.data + b); });
 }
 
 Step build_clip_by_global_norm(const KernelCall& c) {

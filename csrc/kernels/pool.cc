@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "pg/parallel.h"
+#include "pg/scratch.h"
 #include "runtime/kernel.h"
 
 namespace pg {
@@ -35,7 +36,8 @@ struct PoolGeom {
 
 // The max rule shared by forward and backward: v replaces the best m when it is larger, or when it
 // is the first NaN; so the FIRST maximum in scan order wins, and a NaN, once met, stays.
-template <class T> bool beats(T v, T m) { return v > m || (v != v && m == m); }
+// Written with & and | rather than && and || so that the loops over channels vectorize.
+template <class T> bool beats(T v, T m) { return (v > m) | ((v != v) & (m == m)); }
 
 }  // namespace
 
@@ -63,10 +65,15 @@ template <class T> void max_pool_fwd(ConstView<T> x, View<T> y, const PoolGeom& 
 
 // dx[n, ih, iw, c] = sum of dy[n, oh, ow, c] over the windows whose FIRST maximum (in row-major scan
 // order of the window, as TensorFlow's MaxPoolGrad) is at (ih, iw); zero elsewhere. The maxima are
-// recomputed from x with the forward's rule; y is only checked for its shape by the builder.
+// recomputed from x with the forward's rule, for all channels of a window at once (the per-channel
+// best value and its offset in the image, an int32 so that the loop vectorizes, sit in thread
+// scratch); y is only checked for its shape by the builder, which also bounds the image size.
 template <class T> void max_pool_bwd(ConstView<T> x, ConstView<T> dy, View<T> dx, const PoolGeom& g) {
   const int64_t image = g.h * g.w * g.c, work = std::max<int64_t>(1, g.oh * g.ow * g.kh * g.kw * g.c);
   parallel_for(g.n, std::max<int64_t>(1, kGrain / work), [&](int64_t lo, int64_t hi) {
+    const int64_t C = g.c;  // a local: the stores to `where` could alias g.c
+    T* best = thread_scratch<T>(C);
+    int32_t* where = thread_scratch<int32_t>(C);
     for (int64_t n = lo; n < hi; ++n) {
       const T* xn = x.data + n * image;
       T* dxn = dx.data + n * image;
@@ -75,16 +82,23 @@ template <class T> void max_pool_bwd(ConstView<T> x, ConstView<T> dy, View<T> dx
         const int64_t h0 = g.row_lo(oh), h1 = g.row_hi(oh);
         for (int64_t ow = 0; ow < g.ow; ++ow) {
           const int64_t w0 = g.col_lo(ow), w1 = g.col_hi(ow);
-          const T* d = dy.data + ((n * g.oh + oh) * g.ow + ow) * g.c;
-          for (int64_t c = 0; c < g.c; ++c) {
-            int64_t best = (h0 * g.w + w0) * g.c + c;
-            for (int64_t ih = h0; ih < h1; ++ih)
-              for (int64_t iw = w0; iw < w1; ++iw) {
-                const int64_t at = (ih * g.w + iw) * g.c + c;
-                if (beats(xn[at], xn[best])) best = at;
-              }
-            dxn[best] += d[c];
+          const int32_t first = int32_t((h0 * g.w + w0) * C);
+          for (int64_t c = 0; c < C; ++c) {
+            best[c] = xn[first + c];
+            where[c] = first + int32_t(c);
           }
+          for (int64_t ih = h0; ih < h1; ++ih)
+            for (int64_t iw = ih == h0 ? w0 + 1 : w0; iw < w1; ++iw) {
+              const int32_t at = int32_t((ih * g.w + iw) * C);
+              const T* in = xn + at;
+              for (int64_t c = 0; c < C; ++c) {
+                const bool wins = beats(in[c], best[c]);
+                best[c] = wins ? in[c] : best[c];
+                where[c] = wins ? at + int32_t(c) : where[c];
+              }
+            }
+          const T* d = dy.data + ((n * g.oh + oh) * g.ow + ow) * g.c;
+          for (int64_t c = 0; c < C; ++c) dxn[where[c]] += d[c];
         }
       }
     }
@@ -194,6 +208,8 @@ Step build_max_pool_bwd(const KernelCall& c) {
   const PoolGeom g = check_pool_call(c, x.shape, y.shape);
   expect_same_shape(c.kernel.c_str(), "dy", dy.shape, "y", y.shape);
   expect_same_shape(c.kernel.c_str(), "dx", dx.shape, "x", x.shape);
+  PG_CHECK(g.h * g.w * g.c < (int64_t{1} << 31), c.kernel.c_str(),
+           "images of 2^31 elements or more are not supported, got input %s", x.shape.str().c_str());
   return dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) { max_pool_bwd<T>(cview<T>(f, x), cview<T>(f, dy), view<T>(f, dx), g); };

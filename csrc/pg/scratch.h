@@ -1,0 +1,20 @@
+// Scratch memory for kernels: a buffer per thread and element type that grows and never shrinks.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+namespace pg {
+
+// n elements of T owned by the calling thread, uninitialized; valid until the thread's next call
+// for the same T with a larger n.
+template <class T> T* thread_scratch(int64_t n) {
+  thread_local std::unique_ptr<T[]> buf;
+  thread_local int64_t capacity = 0;
+  if (capacity < n) {
+    buf.reset(new T[size_t(n)]);
+    capacity = n;
+  }
+  return buf.get();
+}
+
+}  // namespace pg
