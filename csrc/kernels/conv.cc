@@ -10,7 +10,7 @@
 // column per filter tap, k = (kh, kw, c): cols[m, k] = x[n, oh*sh - pt + kh, ow*sw - pl + kw, c].
 // Its columns are ordered like the rows of w viewed as a [K, O] matrix (K = KH*KW*C), so
 //   y = cols @ w,   dcols = dy @ w^T (then dx sums dcols back over the taps),   dw = cols^T @ dy.
-// The batch is processed in chunks of whole images whose patch matrix fits 4 MB (or one image, if
+// The batch is processed in chunks of whole images whose patch matrix fits 1 MB (or one image, if
 // larger), held in a thread-local, grow-only scratch buffer of the calling thread. im2col runs in
 // parallel over image rows, the sum back (col2im) in parallel over images, and the gemm in parallel
 // inside the BLAS. The chunks and pygrad's own loops depend on the shapes alone, never on the thread
@@ -31,7 +31,7 @@
 namespace pg {
 namespace {
 
-constexpr int64_t kScratchBytes = int64_t{4} << 20;  // patch matrix budget per chunk (at least one image)
+constexpr int64_t kScratchBytes = int64_t{1} << 20;  // patch matrix budget per chunk (at least one image)
 constexpr int64_t kGrain = 16384;                    // elements per parallel chunk of im2col / col2im
 
 inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
