@@ -55,7 +55,6 @@ DIR holds the four MNIST IDX .gz files (train-images-idx3-ubyte.gz, ...); it def
 $PYGRAD_MNIST_DIR. ``--peers none`` runs pygrad alone.
 """
 import contextlib
-import sys
 
 import common
 
@@ -256,17 +255,9 @@ def main():
     p.add_argument("--check-steps", type=int, default=5,
                    help="training steps with keep_prob 1.0 compared across libraries (0: none)")
     p.add_argument("--seed", type=int, default=0, help="NumPy seed of the initial weights")
-    args = p.parse_args()
-    peers = common.parse_peers(p, args.peers)
-    if not args.data_dir:
-        p.error("--data-dir is required (or set PYGRAD_MNIST_DIR)")
-    common.set_thread_environment(args.threads)
+    args, libs, batches = common.start(p, BATCH)
     import numpy as np
 
-    libs = common.load_libraries(peers, args.threads)
-    if not libs:
-        sys.exit("no library to benchmark")
-    batches = common.make_batches(*common.load_mnist_train(args.data_dir), BATCH)
     init = initial_values(args.seed)
 
     check = {}

@@ -37,7 +37,6 @@ Run:
 DIR holds the four MNIST IDX .gz files (train-images-idx3-ubyte.gz, ...); it defaults to
 $PYGRAD_MNIST_DIR. ``--peers none`` runs pygrad alone.
 """
-import sys
 import time
 
 import common
@@ -131,17 +130,9 @@ def main():
     p = common.argument_parser(__doc__)
     p.add_argument("--steps", type=int, default=2000, help="timed training steps per repeat")
     p.add_argument("--calls", type=int, default=20000, help="timed trivial session.run calls")
-    args = p.parse_args()
-    peers = common.parse_peers(p, args.peers)
-    if not args.data_dir:
-        p.error("--data-dir is required (or set PYGRAD_MNIST_DIR)")
-    common.set_thread_environment(args.threads)
+    args, libs, batches = common.start(p, BATCH)
     import numpy as np
 
-    libs = common.load_libraries(peers, args.threads)
-    if not libs:
-        sys.exit("no library to benchmark")
-    batches = common.make_batches(*common.load_mnist_train(args.data_dir), BATCH)
 
     results = common.Results()
     costs = {}

@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import gzip
 import os
+import sys
 import time
 from collections import namedtuple
 
@@ -45,6 +46,20 @@ def parse_peers(parser, text):
     if unknown:
         parser.error(f"unknown peer(s) {', '.join(unknown)}; choose from {', '.join(PEERS)}")
     return peers
+
+
+def start(parser, batch):
+    """Parses the command line, sets the thread environment, then loads the libraries and the MNIST
+    batches of `batch` examples; returns (args, [Library], batches)."""
+    args = parser.parse_args()
+    peers = parse_peers(parser, args.peers)
+    if not args.data_dir:
+        parser.error("--data-dir is required (or set PYGRAD_MNIST_DIR)")
+    set_thread_environment(args.threads)
+    libs = load_libraries(peers, args.threads)
+    if not libs:
+        sys.exit("no library to benchmark")
+    return args, libs, make_batches(*load_mnist_train(args.data_dir), batch)
 
 
 def set_thread_environment(threads):
