@@ -11,13 +11,14 @@
 // Its columns are ordered like the rows of w viewed as a [K, O] matrix (K = KH*KW*C), so
 //   y = cols @ w,   dcols = dy @ w^T (then dx sums dcols back over the taps),   dw = cols^T @ dy.
 // The batch is processed in chunks of whole images whose patch matrix fits 1 MB (or one image, if
-// larger), held in a thread-local, grow-only scratch buffer of the calling thread. im2col runs in
-// parallel over image rows, the sum back (col2im) in parallel over images, and the gemm in parallel
-// inside the BLAS. The chunks and pygrad's own loops depend on the shapes alone, never on the thread
-// count, so for a given thread count results are deterministic; across thread counts they agree to
-// rounding (the BLAS may split its sums differently). When the patch matrix is the
-// input itself (1x1 filter, stride 1, no padding; or a filter covering the whole input with one
-// output position), there is no im2col and no scratch: one gemm over the whole batch.
+// larger), held in a thread-local, grow-only scratch buffer. With one thread, or few chunks, the
+// chunks run in order, im2col in parallel over image rows, the sum back (col2im) in parallel over
+// images, and the gemm in parallel inside the BLAS; with several threads and enough chunks, the
+// threads share the chunks instead (see Chunking). The split depends on the shapes and the thread
+// count alone, so for a given thread count results are deterministic; across thread counts they
+// agree to rounding. When the patch matrix is the input itself (1x1 filter, stride 1, no padding;
+// or a filter covering the whole input with one output position), there is no im2col and no
+// scratch: one gemm over the whole batch.
 //
 // Aliasing: no output may share memory with an input.
 #include <cblas.h>
@@ -114,23 +115,46 @@ template <class T> void col2im(const T* dcols, const ConvGeom& g, int64_t first_
   }
 }
 
-// Calls fn(first image, image count, patch matrix of those images) for each chunk of the batch,
-// in order; the matrix is built in parallel (or is x itself, see patches_are_input).
-template <class T, class F> void for_each_chunk(const T* x, const ConvGeom& g, F fn) {
-  if (g.patches_are_input()) {
-    fn(int64_t{0}, g.n, x);
+// How the batch is split: chunks of `per` images. With several threads and at least two chunks per
+// thread, the threads share the chunks (worker w takes a contiguous run of them), each worker
+// calling a one-thread BLAS and running its loops serially; otherwise (workers == 1) the chunks
+// run one after another, each parallel inside (im2col, col2im, and the BLAS's own threads). Small
+// per-chunk gemms scale poorly inside the BLAS, so sharing chunks is the better split when there
+// are enough of them. Either way the split depends on the shapes and the thread count only.
+struct Chunking {
+  int64_t per, count, workers;
+};
+
+Chunking chunking(const ConvGeom& g, int64_t elem_size) {
+  const int64_t per = g.chunk_images(elem_size), count = (g.n + per - 1) / per, threads = get_num_threads();
+  return {per, count, threads > 1 && count >= 2 * threads ? threads : 1};
+}
+
+// Calls body(worker, first image, image count, first chunk of this worker) for every chunk, the
+// chunks of one worker in order.
+template <class F> void for_each_chunk(const Chunking& ch, int64_t n, F body) {
+  auto run = [&](int64_t w) {
+    const int64_t k0 = ch.count * w / ch.workers, k1 = ch.count * (w + 1) / ch.workers;
+    for (int64_t k = k0; k < k1; ++k) body(w, k * ch.per, std::min(ch.per, n - k * ch.per), k == k0);
+  };
+  if (ch.workers == 1) {
+    run(0);
     return;
   }
-  const int64_t per = g.chunk_images(sizeof(T));
-  T* cols = thread_scratch<T>(per * g.positions() * g.taps());
+  scipy_openblas_set_num_threads(1);  // each worker's gemms run on that worker's thread alone
+  parallel_for(ch.workers, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t w = lo; w < hi; ++w) run(w);
+  });
+  scipy_openblas_set_num_threads(get_num_threads());
+}
+
+// The patch matrix of images [n0, n0 + nc) into cols; in parallel over image rows when `parallel`.
+template <class T> void patches(const T* x, const ConvGeom& g, int64_t n0, int64_t nc, T* cols, bool parallel) {
+  if (!parallel) return im2col(x, g, n0, n0 * g.oh, (n0 + nc) * g.oh, cols);
   const int64_t line_work = std::max<int64_t>(1, g.ow * g.taps());
-  for (int64_t n0 = 0; n0 < g.n; n0 += per) {
-    const int64_t nc = std::min(per, g.n - n0);
-    parallel_for(nc * g.oh, std::max<int64_t>(1, kGrain / line_work), [&](int64_t lo, int64_t hi) {
-      im2col(x, g, n0, n0 * g.oh + lo, n0 * g.oh + hi, cols);
-    });
-    fn(n0, nc, static_cast<const T*>(cols));
-  }
+  parallel_for(nc * g.oh, std::max<int64_t>(1, kGrain / line_work), [&](int64_t lo, int64_t hi) {
+    im2col(x, g, n0, n0 * g.oh + lo, n0 * g.oh + hi, cols);
+  });
 }
 
 }  // namespace
@@ -138,12 +162,19 @@ template <class T, class F> void for_each_chunk(const T* x, const ConvGeom& g, F
 // y = conv(x, w): y[n, oh, ow, o] = sum_{kh, kw, c} x[n, oh*sh - pt + kh, ow*sw - pl + kw, c] * w[kh, kw, c, o].
 template <class T> void conv2d_fwd(ConstView<T> x, ConstView<T> w, View<T> y, const ConvGeom& g) {
   if (y.size() == 0) return;
-  if (g.taps() == 0) {
+  const int64_t K = g.taps(), rows = g.positions();
+  if (K == 0) {
     std::fill(y.data, y.data + y.size(), T(0));
     return;
   }
-  const int64_t K = g.taps(), rows = g.positions();
-  for_each_chunk(x.data, g, [&](int64_t n0, int64_t nc, const T* cols) {
+  if (g.patches_are_input()) {
+    gemm(false, false, g.n * rows, g.o, K, x.data, K, w.data, g.o, T(0), y.data);
+    return;
+  }
+  const Chunking ch = chunking(g, sizeof(T));
+  for_each_chunk(ch, g.n, [&](int64_t, int64_t n0, int64_t nc, bool) {
+    T* cols = thread_scratch<T>(ch.per * rows * K);
+    patches(x.data, g, n0, nc, cols, ch.workers == 1);
     gemm(false, false, nc * rows, g.o, K, cols, K, w.data, g.o, T(0), y.data + n0 * rows * g.o);
   });
 }
@@ -162,29 +193,45 @@ template <class T> void conv2d_bwd_input(ConstView<T> w, ConstView<T> dy, View<T
     gemm(false, true, g.n * rows, K, g.o, dy.data, g.o, w.data, g.o, T(0), dx.data);
     return;
   }
-  const int64_t per = g.chunk_images(sizeof(T));
-  T* dcols = thread_scratch<T>(per * rows * K);
-  for (int64_t n0 = 0; n0 < g.n; n0 += per) {
-    const int64_t nc = std::min(per, g.n - n0);
+  const Chunking ch = chunking(g, sizeof(T));
+  for_each_chunk(ch, g.n, [&](int64_t, int64_t n0, int64_t nc, bool) {
+    T* dcols = thread_scratch<T>(ch.per * rows * K);
     gemm(false, true, nc * rows, K, g.o, dy.data + n0 * rows * g.o, g.o, w.data, g.o, T(0), dcols);
+    if (ch.workers > 1) return col2im(static_cast<const T*>(dcols), g, n0, n0, n0 + nc, dx.data);
     parallel_for(nc, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, rows * K)), [&](int64_t lo, int64_t hi) {
       col2im(static_cast<const T*>(dcols), g, n0, n0 + lo, n0 + hi, dx.data);
     });
-  }
+  });
 }
 
-// dw = d(sum(dy * y)) / dw = sum over chunks of cols^T @ dy, accumulated chunk after chunk in the
-// gemm (beta = 1), so the summation order over the batch is fixed.
+// dw = d(sum(dy * y)) / dw = sum over chunks of cols^T @ dy. Each worker accumulates its chunks in
+// order in the gemm (beta = 1 after its first chunk), worker 0 into dw and the others into partial
+// sums, which are then added to dw in worker order: for a given thread count the summation order
+// is fixed.
 template <class T> void conv2d_bwd_filter(ConstView<T> x, ConstView<T> dy, View<T> dw, const ConvGeom& g) {
   if (dw.size() == 0) return;
-  const int64_t K = g.taps(), rows = g.positions();
+  const int64_t K = g.taps(), rows = g.positions(), size = dw.size();
   if (g.n * rows == 0) {
-    std::fill(dw.data, dw.data + dw.size(), T(0));
+    std::fill(dw.data, dw.data + size, T(0));
     return;
   }
-  for_each_chunk(x.data, g, [&](int64_t n0, int64_t nc, const T* cols) {
-    gemm(true, false, K, g.o, nc * rows, cols, K, dy.data + n0 * rows * g.o, g.o, T(n0 == 0 ? 0 : 1), dw.data);
+  if (g.patches_are_input()) {
+    gemm(true, false, K, g.o, g.n * rows, x.data, K, dy.data, g.o, T(0), dw.data);
+    return;
+  }
+  const Chunking ch = chunking(g, sizeof(T));
+  struct Partials;  // a scratch buffer apart from the patch matrices'
+  T* partial = ch.workers > 1 ? thread_scratch<T, Partials>((ch.workers - 1) * size) : nullptr;
+  for_each_chunk(ch, g.n, [&](int64_t worker, int64_t n0, int64_t nc, bool first) {
+    T* cols = thread_scratch<T>(ch.per * rows * K);
+    patches(x.data, g, n0, nc, cols, ch.workers == 1);
+    T* out = worker == 0 ? dw.data : partial + (worker - 1) * size;
+    gemm(true, false, K, g.o, nc * rows, cols, K, dy.data + n0 * rows * g.o, g.o, T(first ? 0 : 1), out);
   });
+  for (int64_t w = 1; w < ch.workers; ++w) {
+    const T* p = partial + (w - 1) * size;
+    for (int64_t i = 0; i < size; ++i) dw.data[i] += p[i];
+  }
 }
 
 // ---- builders ----
