@@ -40,11 +40,7 @@ timing, each trains --check-steps steps with keep_prob 1.0 (so that no random dr
 from those values; the maximum relative difference between each peer's losses and pygrad's is
 printed (float32 rounding gives about 1e-6 to 1e-4).
 
-Threads: OMP/OPENBLAS/MKL_NUM_THREADS are set to --threads before any library is imported;
-pygrad gets pygrad.set_num_threads, TensorFlow a ConfigProto with intra/inter-op parallelism,
-PyTorch torch.set_num_threads / set_num_interop_threads, and JAX's CPU thread pool is limited to
---threads CPUs by affinity (XLA has no thread-count setting; see common.load_libraries). pygrad
-sets OMP_WAIT_POLICY=PASSIVE unless it is set; PyTorch shares that OpenMP runtime. A peer that
+Threads: every library gets --threads threads, set as benches/common.py describes. A peer that
 cannot be imported is skipped with a message.
 
 Run:

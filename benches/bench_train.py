@@ -24,11 +24,7 @@ order (a fixed permutation, numpy seed 0, of the 55000 training examples that fo
 validation examples), so each peer's per-step costs are compared with pygrad's as a correctness
 cross-check (max absolute difference over all steps of the last repeat).
 
-Threads: OMP/OPENBLAS/MKL_NUM_THREADS are set to --threads before any library is imported;
-pygrad gets pygrad.set_num_threads, TensorFlow a ConfigProto with intra/inter-op parallelism,
-PyTorch torch.set_num_threads / set_num_interop_threads, and JAX's CPU thread pool is limited to
---threads CPUs by affinity (XLA has no thread-count setting; see common.load_libraries). pygrad
-sets OMP_WAIT_POLICY=PASSIVE unless it is set; PyTorch shares that OpenMP runtime. A peer that
+Threads: every library gets --threads threads, set as benches/common.py describes. A peer that
 cannot be imported is skipped with a message.
 
 Run:

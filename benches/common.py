@@ -1,8 +1,12 @@
 """Helpers shared by the benchmark scripts in this directory.
 
 - command line: the options every script takes (--data-dir, --repeats, --threads, --peers);
-- threads: environment variables that must be set before any library is imported, then each
-  library's own thread setting (see ``load_libraries``);
+- threads: OMP/OPENBLAS/MKL_NUM_THREADS are set to --threads before any library is imported;
+  then pygrad gets pygrad.set_num_threads, TensorFlow a ConfigProto with intra/inter-op
+  parallelism, PyTorch torch.set_num_threads / set_num_interop_threads, and JAX's CPU thread pool
+  is limited to --threads CPUs by affinity (XLA has no thread-count setting; see
+  ``load_libraries``). pygrad sets OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=16 unless
+  they are set; PyTorch shares that OpenMP runtime;
 - MNIST: the 55000 training examples and a fixed, seeded order of batches;
 - timing: ``time_steps`` times one callable per step after warm-up; ``Results`` keeps the
   per-repeat median/p10/p90 and prints the table with the ratio peer time / pygrad time.
@@ -82,44 +86,47 @@ def load_libraries(peers, threads):
     the calling thread is restricted (sched_setaffinity) to the first `threads` of those CPUs; the
     pool threads inherit that mask, the calling thread gets its full mask back."""
     libs = []
-    try:
-        import pygrad
-        if not hasattr(pygrad, "Session"):
-            raise ImportError("pygrad has no Session (not built?)")
-        if hasattr(pygrad, "set_num_threads"):
-            pygrad.set_num_threads(threads)
-        libs.append(Library("pygrad", pygrad, {}))
-    except ImportError as e:
-        print(f"skipped pygrad: {e}")
-    if "tensorflow" in peers:
+    for name in ("pygrad", *peers):
         try:
-            import tensorflow.compat.v1 as tf1
-            tf1.logging.set_verbosity(tf1.logging.ERROR)
-            tf1.disable_eager_execution()
-            tf1.disable_v2_behavior()
-            config = tf1.ConfigProto(intra_op_parallelism_threads=threads,
-                                     inter_op_parallelism_threads=threads)
-            libs.append(Library("tensorflow", tf1, {"config": config}))
+            libs.append(_LOADERS[name](threads))
         except ImportError as e:
-            print(f"skipped tensorflow: {e}")
-    if "torch" in peers:
-        try:
-            import torch
-            torch.set_num_threads(threads)
-            with contextlib.suppress(RuntimeError):  # only allowed before any inter-op work
-                torch.set_num_interop_threads(threads)
-            libs.append(Library("torch", torch, {}))
-        except ImportError as e:
-            print(f"skipped torch: {e}")
-    if "jax" in peers:
-        try:
-            import jax
-            jax.config.update("jax_enable_x64", False)
-            _start_jax_cpu_client(jax, threads)
-            libs.append(Library("jax", jax, {}))
-        except ImportError as e:
-            print(f"skipped jax: {e}")
+            print(f"skipped {name}: {e}")
     return libs
+
+
+def _load_pygrad(threads):
+    import pygrad
+    if not hasattr(pygrad, "Session"):
+        raise ImportError("pygrad has no Session (not built?)")
+    pygrad.set_num_threads(threads)
+    return Library("pygrad", pygrad, {})
+
+
+def _load_tensorflow(threads):
+    import tensorflow.compat.v1 as tf1
+    tf1.logging.set_verbosity(tf1.logging.ERROR)
+    tf1.disable_eager_execution()
+    tf1.disable_v2_behavior()
+    config = tf1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads)
+    return Library("tensorflow", tf1, {"config": config})
+
+
+def _load_torch(threads):
+    import torch
+    torch.set_num_threads(threads)
+    with contextlib.suppress(RuntimeError):  # only allowed before any inter-op work
+        torch.set_num_interop_threads(threads)
+    return Library("torch", torch, {})
+
+
+def _load_jax(threads):
+    import jax
+    jax.config.update("jax_enable_x64", False)
+    _start_jax_cpu_client(jax, threads)
+    return Library("jax", jax, {})
+
+
+_LOADERS = {"pygrad": _load_pygrad, "tensorflow": _load_tensorflow, "torch": _load_torch, "jax": _load_jax}
 
 
 def _start_jax_cpu_client(jax, threads):
