@@ -141,7 +141,9 @@ template <class F> void for_each_chunk(const Chunking& ch, int64_t n, F body) {
     run(0);
     return;
   }
-  scipy_openblas_set_num_threads(1);  // each worker's gemms run on that worker's thread alone
+  // Each worker's gemms run on that worker's thread alone. The BLAS has one global thread count, so
+  // BLAS calls from other threads of the process also run on one thread until this returns.
+  scipy_openblas_set_num_threads(1);
   parallel_for(ch.workers, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t w = lo; w < hi; ++w) run(w);
   });
