@@ -239,6 +239,7 @@ POOL = [
     Pool((1, 6, 6, 2), (3, 3), (2, 2), "SAME", "overlapping windows"),
     Pool((2, 5, 7, 1), (2, 3), (1, 2), "SAME", "rectangular window, unequal strides"),
     Pool((1, 2, 3, 2), (4, 4), (1, 1), "SAME", "window larger than the input"),
+    Pool((2, 5, 6, 19), (3, 3), (2, 2), "SAME", "19 channels: vector body and remainder of the channel loops"),
 ]
 KINDS = ("max", "avg")
 
