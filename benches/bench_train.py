@@ -129,7 +129,6 @@ def main():
     args, libs, batches = common.start(p, BATCH)
     import numpy as np
 
-
     results = common.Results()
     costs = {}
     for _ in range(args.repeats):

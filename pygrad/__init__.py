@@ -2,6 +2,12 @@
 import os as _os
 
 
+# The native runtimes' environment defaults (why each: _native_library_defaults). The native
+# benchmark runner sets the same (benches/native/bench_kernels.cc; tests/test_native.py checks).
+_ENV_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_THREAD_TIMEOUT": "16"}
+_AMD_AVX512_ENV_DEFAULTS = {"OPENBLAS_CORETYPE": "SkylakeX"}
+
+
 def _native_library_defaults():
     """Defaults for the OpenMP runtime and the BLAS, read when they load; the environment overrides.
 
@@ -13,8 +19,8 @@ def _native_library_defaults():
       on two threads took 52 ms with the default and 32 ms with this.
     - OPENBLAS_CORETYPE=SkylakeX on AMD CPUs with AVX-512 (Zen 4 on): OpenBLAS's dispatch gives them
       its Haswell (AVX2) kernels; its AVX-512 ones make a 5x5x32x64 conv2d 1.6x faster."""
-    _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "16")
+    for name, value in _ENV_DEFAULTS.items():
+        _os.environ.setdefault(name, value)
     try:
         with open("/proc/cpuinfo") as f:
             info = f.read(1 << 16)
@@ -22,7 +28,8 @@ def _native_library_defaults():
         return
     flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
     if "AuthenticAMD" in info and {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd"} <= set(flags):
-        _os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
+        for name, value in _AMD_AVX512_ENV_DEFAULTS.items():
+            _os.environ.setdefault(name, value)
 
 
 _native_library_defaults()

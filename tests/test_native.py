@@ -70,3 +70,11 @@ def test_set_num_threads_sets_one_knob():
         assert tf.get_num_threads() == 2
     finally:
         tf.set_num_threads(old)
+
+
+def test_native_benchmark_runner_sets_pygrads_environment_defaults():
+    """The OpenMP/OpenBLAS defaults are written twice, in Python (read before the libraries load)
+    and in the C++ runner (which re-executes itself with them): the two lists must agree."""
+    runner = (KERNELS_DEF.parents[2] / "benches" / "native" / "bench_kernels.cc").read_text()
+    in_runner = dict(re.findall(r'set_default\("(\w+)", "(\w+)"\)', runner))
+    assert in_runner == {**tf._ENV_DEFAULTS, **tf._AMD_AVX512_ENV_DEFAULTS}

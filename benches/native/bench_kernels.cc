@@ -77,13 +77,10 @@ using pg::Shape;
 
 // ---- the native libraries' environment defaults ----
 //
-// The same defaults pygrad/__init__.py (_native_library_defaults) sets, each only when unset:
-//  - OMP_WAIT_POLICY=PASSIVE: an OpenMP thread that finishes a loop sleeps instead of spinning. The
-//    BLAS (OpenBLAS, with its own pthread pool) and the kernels' OpenMP loops share the cores; OpenMP
-//    threads still spinning after a parallel_for (conv2d's im2col, say) starve the BLAS threads of the
-//    gemm that follows it: on two cores a conv2d layer ran 6x slower.
-//  - OPENBLAS_CORETYPE=SkylakeX on AMD CPUs with AVX-512 (Zen 4 on): OpenBLAS's runtime dispatch gives
-//    them its Haswell (AVX2) kernels; its AVX-512 ones are faster there.
+// The same defaults pygrad/__init__.py sets (_ENV_DEFAULTS, _AMD_AVX512_ENV_DEFAULTS; why each: its
+// _native_library_defaults), each only when unset; tests/test_native.py checks that the two lists
+// agree: OMP_WAIT_POLICY=PASSIVE, OPENBLAS_THREAD_TIMEOUT=16, and OPENBLAS_CORETYPE=SkylakeX on
+// AMD CPUs with AVX-512.
 // libgomp and OpenBLAS read these variables in their load-time constructors, which run before main():
 // a setenv in main is not seen by them in this process. Python sets them before it loads the
 // extension; here main sets them and then re-executes the program once, so the fresh process image
@@ -118,6 +115,7 @@ bool set_native_library_defaults() {
     if (!std::getenv(name) && setenv(name, value, 0) == 0) changed = true;
   };
   set_default("OMP_WAIT_POLICY", "PASSIVE");
+  set_default("OPENBLAS_THREAD_TIMEOUT", "16");
   if (amd_with_avx512()) set_default("OPENBLAS_CORETYPE", "SkylakeX");
   return changed;
 }
@@ -654,7 +652,7 @@ int main(int argc, char** argv) {
   // Before any OpenMP or BLAS work, and before anything is printed: see set_native_library_defaults.
   if (set_native_library_defaults()) {
     execv("/proc/self/exe", argv);
-    std::fprintf(stderr, "pygrad_bench: could not re-execute to apply OMP_WAIT_POLICY/OPENBLAS_CORETYPE (%s); "
+    std::fprintf(stderr, "pygrad_bench: could not re-execute to apply the OpenMP/OpenBLAS environment defaults (%s); "
                          "set them in the environment\n", std::strerror(errno));
   }
   const Options opt = parse_args(argc, argv);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "pg/lanes.h"
 #include "pg/parallel.h"
 #include "pg/scratch.h"
 #include "runtime/kernel.h"
@@ -222,31 +223,30 @@ Step build_apply_adam(const KernelCall& c) {  // in: var, m, v, beta1_power, bet
 
 // ---- global-norm clipping: norm = sqrt(sum_i ||t_i||^2); c_i = t_i * clip / max(norm, clip).
 // in: t_1..t_n, clip_norm [, use_norm when attr has_use_norm]; out: c_1..c_n, norm. The norm is
-// accumulated in double, over fixed blocks of each tensor (in parallel), each block in kSumLanes
-// running sums; the block sums are then added in order, so the result does not depend on the
+// accumulated in double, over fixed blocks of each tensor (in parallel), each block in lanes
+// (pg/lanes.h); the block sums are then added in order, so the result does not depend on the
 // thread count. c_i may alias t_i. A NaN or inf norm gives NaN outputs, as in TF. ----
-constexpr int kSumLanes = 8;
 constexpr int64_t kSumBlock = 1 << 14;
 
-template <class T> double sum_squares_chunk(int64_t n, const T* __restrict x) {
-  double lane[kSumLanes] = {};
-  int64_t i = 0;
-  for (; i + kSumLanes <= n; i += kSumLanes) {
-    for (int l = 0; l < kSumLanes; ++l) lane[l] += double(x[i + l]) * double(x[i + l]);
-  }
-  for (int l = 0; i < n; ++i, ++l) lane[l] += double(x[i]) * double(x[i]);
-  for (int w = kSumLanes / 2; w >= 1; w /= 2)
-    for (int l = 0; l < w; ++l) lane[l] += lane[l + w];
-  return lane[0];
+template <class T> struct SquaresInDouble {  // a lane reducer: sum of x^2 in double
+  using A = double;
+  static A step(A acc, T x) { return acc + double(x) * double(x); }
+  static A merge(A a, A b) { return a + b; }
+};
+
+template <class T> double sum_squares_block(const T* x, int64_t n) {
+  double lane[kLanes] = {};
+  accumulate_lanes<SquaresInDouble<T>>(x, n, lane);
+  return merge_lanes<SquaresInDouble<T>>(lane, kLanes);
 }
 
 template <class T> double sum_squares(ConstView<T> t) {
   const int64_t n = t.size(), blocks = (n + kSumBlock - 1) / kSumBlock;
-  if (blocks <= 1) return sum_squares_chunk(n, t.data);
+  if (blocks <= 1) return sum_squares_block(t.data, n);
   double* partial = thread_scratch<double>(blocks);
   parallel_for(blocks, 4, [&](int64_t b, int64_t e) {
     for (int64_t k = b; k < e; ++k)
-      partial[k] = sum_squares_chunk(std::min(kSumBlock, n - k * kSumBlock), t.data + k * kSumBlock);
+      partial[k] = sum_squares_block(t.data + k * kSumBlock, std::min(kSumBlock, n - k * kSumBlock));
   });
   double s = 0;
   for (int64_t k = 0; k < blocks; ++k) s += partial[k];

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "pg/lanes.h"
 #include "pg/parallel.h"
 #include "runtime/kernel.h"
 
@@ -16,18 +17,13 @@ namespace pg {
 namespace {
 
 constexpr int64_t kGrain = 32768;  // input elements per parallel chunk
-constexpr int kLanes = 8;          // independent accumulators along a contiguous reduced run
 constexpr int64_t kBlock = 256;    // output columns accumulated together when the inner dim is kept
 
 template <class T> bool is_nan(T x) {
   if constexpr (std::is_floating_point_v<T>) return x != x;
   else return false;
 }
-// max(acc, x) and min(acc, x) where a NaN wins, like numpy; written as two selects so gcc vectorizes them.
-template <class T> T max_nan(T acc, T x) {
-  const T m = x > acc ? x : acc;
-  return is_nan(x) ? x : m;
-}
+// min(acc, x) where a NaN wins, like numpy (and max_nan from pg/lanes.h); two selects, so gcc vectorizes it.
 template <class T> T min_nan(T acc, T x) {
   const T m = x < acc ? x : acc;
   return is_nan(x) ? x : m;
@@ -200,21 +196,6 @@ ReducePlan plan_reduce(const Shape& x, const std::vector<int64_t>& axes) {
   return p;
 }
 
-// Adds x[0:n] into the lane accumulators, element i into lane i % kLanes; a short run (n < 2 *
-// kLanes, decided per plan) goes into lane 0 alone.
-template <class R, class T> inline void accumulate_lanes(const T* x, int64_t n, typename R::A* lane) {
-  if (n < 2 * kLanes) {
-    for (int64_t i = 0; i < n; ++i) lane[0] = R::step(lane[0], x[i]);
-    return;
-  }
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-#pragma GCC unroll 1  // keep the lane loop a loop: the loop vectorizer handles selects (max, min), SLP does not
-    for (int l = 0; l < kLanes; ++l) lane[l] = R::step(lane[l], x[i + l]);
-  }
-  for (int l = 0; i < n; ++i, ++l) lane[l] = R::step(lane[l], x[i]);
-}
-
 }  // namespace
 
 // y = R-reduction of x over the reduced axes of p = plan_reduce(x.shape, axes). y: x's kept dims in
@@ -242,9 +223,7 @@ template <class R, class T> void reduce_fwd(ConstView<T> x, View<T> y, const Red
           Walk r(p.reduced, 0);
           for (int64_t k = 0; k < combos; ++k, r.next())
             accumulate_lanes<R>(px + out.offset + r.offset, p.inner, lane);
-          for (int w = lanes / 2; w >= 1; w /= 2)
-            for (int l = 0; l < w; ++l) lane[l] = R::merge(lane[l], lane[l + w]);
-          py[o] = R::finish(lane[0], p.count);
+          py[o] = R::finish(merge_lanes<R>(lane, lanes), p.count);
         }
       });
       return;

@@ -9,7 +9,7 @@
 #include <string>
 #include <type_traits>  // integral_constant
 
-#include "pg/lane_max.h"
+#include "pg/lanes.h"
 #include "pg/parallel.h"
 #include "runtime/kernel.h"
 

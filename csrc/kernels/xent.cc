@@ -7,7 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include "pg/lane_max.h"
+#include "pg/lanes.h"
 #include "pg/parallel.h"
 #include "runtime/kernel.h"
 
