@@ -1,6 +1,6 @@
 // The only file that knows pybind11: NumPy arrays in and out, argument checks, GIL release, and
 // the mapping of native errors to Python ones (ShapeError -> ValueError, DTypeError -> TypeError,
-// PreconditionError -> _C.UninitializedError).
+// PreconditionError -> _C.UninitializedError, StepError -> _C.StepError with its `step`).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -153,6 +153,7 @@ PYBIND11_MODULE(_C, m) {
   using namespace pg;
   m.doc() = "pygrad native kernels and executor";
   static py::exception<PreconditionError> uninitialized(m, "UninitializedError", PyExc_RuntimeError);
+  static py::exception<StepError> step_error(m, "StepError", PyExc_ValueError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -160,6 +161,10 @@ PYBIND11_MODULE(_C, m) {
       PyErr_SetString(PyExc_TypeError, e.what());
     } catch (const PreconditionError& e) {
       py::set_error(uninitialized, e.what());
+    } catch (const StepError& e) {
+      py::object err = py::reinterpret_borrow<py::object>(step_error.ptr())(e.what());
+      err.attr("step") = e.step;
+      PyErr_SetObject(step_error.ptr(), err.ptr());
     }
   });
 

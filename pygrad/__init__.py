@@ -41,16 +41,17 @@ from pygrad import errors, nn, train  # noqa: F401
 from pygrad.dtypes import DType, as_dtype, bool_ as bool, double, float32, float64, int32, int64  # noqa: A001
 from pygrad.gradients import AggregationMethod, UnconnectedGradients, gradients
 from pygrad.graph import Graph, GraphKeys, Operation, Tensor, get_default_graph, reset_default_graph
-from pygrad.ops.array_ops import (add_check_numerics_ops, cast, check_numerics, constant, convert_to_tensor,
-                                  expand_dims, fill, identity, ones, ones_like, placeholder, rank, reshape, shape,
-                                  size, squeeze, stop_gradient, to_float, to_int32, to_int64, transpose, zeros,
-                                  zeros_like)
-from pygrad.ops.math_ops import (abs, add, add_n, argmax, argmin, ceil, div, divide, equal, exp, floor, floordiv,
-                                 greater, greater_equal, less, less_equal, log, log1p, logical_and, logical_not,
-                                 logical_or, logical_xor, matmul, maximum, minimum, multiply, negative, not_equal,
-                                 pow, realdiv, reciprocal, reduce_all, reduce_any, reduce_max, reduce_mean,
-                                 reduce_min, reduce_prod, reduce_sum, round, rsqrt, scalar_mul, sigmoid, sign, sqrt,
-                                 square, squared_difference, subtract, tanh, truediv)
+from pygrad.ops.array_ops import (cast, constant, convert_to_tensor, expand_dims, fill, identity, ones, ones_like,
+                                  placeholder, rank, reshape, shape, size, squeeze, stop_gradient, to_float, to_int32,
+                                  to_int64, transpose, zeros, zeros_like)
+from pygrad.ops.math_ops import (abs, add, add_n, ceil, div, divide, equal, exp, floor, floordiv, greater,
+                                 greater_equal, less, less_equal, log, log1p, logical_and, logical_not, logical_or,
+                                 logical_xor, matmul, maximum, minimum, multiply, negative, not_equal, pow, realdiv,
+                                 reciprocal, round, rsqrt, scalar_mul, sigmoid, sign, sqrt, square,
+                                 squared_difference, subtract, tanh, truediv)
+from pygrad.ops.reduction_ops import (argmax, argmin, reduce_all, reduce_any, reduce_max, reduce_mean, reduce_min,
+                                      reduce_prod, reduce_sum)
+from pygrad.ops.numerics import add_check_numerics_ops, check_numerics
 from pygrad.ops.manip_ops import concat, gather, newaxis, one_hot, split, stack, tile, unstack, where
 from pygrad.ops.slice_ops import slice, strided_slice  # noqa: A004
 from pygrad.ops import conv_ops as _conv_ops  # noqa: F401  (registers conv and pooling ops)
@@ -66,7 +67,8 @@ from pygrad.ops.init_ops import (constant_initializer, glorot_normal_initializer
 from pygrad.ops.variable_scope import AUTO_REUSE, VariableScope, get_variable, get_variable_scope, variable_scope
 from pygrad.registry import check_registry as _check_registry
 from pygrad.train.clip import clip_by_global_norm, clip_by_norm, clip_by_value, global_norm
-from pygrad.session import InteractiveSession, Session, get_default_session
+from pygrad.graph import get_default_session
+from pygrad.session import InteractiveSession, Session
 from pygrad.shapes import Dimension, TensorShape
 
 float = float32  # noqa: A001  (tf.float)

@@ -9,8 +9,8 @@ import enum
 
 import numpy as np
 
-from pygrad.graph import Tensor, TensorLike, get_default_graph
-from pygrad.ops import array_ops, math_ops
+from pygrad.graph import Tensor, get_default_graph, reachable, unwrap
+from pygrad.ops import array_ops, math_ops, reduction_ops
 from pygrad.registry import NOT_DIFFERENTIABLE
 
 
@@ -30,8 +30,7 @@ def _as_tensors(values, what):
     values = values if isinstance(values, (list, tuple)) else [values]
     out = []
     for v in values:
-        if isinstance(v, TensorLike) and not isinstance(v, Tensor):
-            v = v._as_graph_element()
+        v = unwrap(v)
         if not isinstance(v, Tensor):
             raise TypeError(f"gradients: {what} must be Tensors or Variables, got {type(v).__name__}")
         out.append(v)
@@ -96,7 +95,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                     if g is None or not _backprops(t) or t not in between_tensors:
                         continue
                     if op.opdef.broadcasting:
-                        g = array_ops.sum_to_shape(g, t)
+                        g = reduction_ops.sum_to_shape(g, t)
                     grads.setdefault(t, []).append(g)
 
         result = []
@@ -116,28 +115,13 @@ def _sum(gs):
 
 def _ops_between(graph, xs, ys):
     """Ops on a path from an x to a y: reachable forward from xs and backward from ys."""
-    to_y = set()
-    stack = [y.op for y in ys]
-    while stack:
-        op = stack.pop()
-        if op in to_y:
-            continue
-        to_y.add(op)
-        stack.extend(t.op for t in op.inputs)
+    to_y = reachable((y.op for y in ys), lambda op: (t.op for t in op.inputs))
     consumers = {}
     for op in to_y:
         for t in op.inputs:
             consumers.setdefault(t, []).append(op)
-    from_x = set()
-    stack = [x.op for x in xs if x.op in to_y]
-    while stack:
-        op = stack.pop()
-        if op in from_x:
-            continue
-        from_x.add(op)
-        for t in op.outputs:
-            stack.extend(consumers.get(t, ()))
-    return from_x
+    return reachable((x.op for x in xs if x.op in to_y),
+                     lambda op: (c for t in op.outputs for c in consumers.get(t, ())))
 
 
 

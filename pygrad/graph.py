@@ -35,10 +35,11 @@ class Graph:
         self._ops_by_name = {}
         self._names_in_use = {}
         self._name_stack = ""
-        self._variable_scope_stack = []
         self._collections = {}
         self._control_dependencies = []
-        self._variables = []  # index -> Variable, the native store's numbering
+        # index -> Variable, or hidden state (a random op's counter): every session's variable
+        # store numbers its entries this way (see Graph.add_stored_variable).
+        self.stored_variables = []
         self.seed = None
         self._finalized = False
         self._lock = threading.RLock()
@@ -134,6 +135,16 @@ class Graph:
     def finalized(self):
         return self._finalized
 
+    # ---- variables ----
+    def add_stored_variable(self, entry, make_tensor):
+        """Gives entry (a Variable, or hidden state with a session_start(), such as a random op's
+        counter) the next index of every session's variable store; make_tensor(index) builds its
+        VariableV2 op, whose output is returned."""
+        with self._lock:
+            tensor = make_tensor(len(self.stored_variables))
+            self.stored_variables.append(entry)
+            return tensor
+
     # ---- collections ----
     def add_to_collection(self, name, value):
         self._collections.setdefault(name, []).append(value)
@@ -205,6 +216,41 @@ def reset_default_graph():
     _default_graph[0] = Graph()
 
 
+# ---- the default session (session.py pushes and pops it; Tensor.eval and Operation.run read it)
+_default_sessions = threading.local()
+
+
+def session_stack():
+    """This thread's stack of default sessions, innermost last."""
+    if not hasattr(_default_sessions, "stack"):
+        _default_sessions.stack = []
+    return _default_sessions.stack
+
+
+def get_default_session():
+    stack = session_stack()
+    return stack[-1] if stack else None
+
+
+def build_error(op_type, name, rule, cls=ValueError):
+    """An error of an op's wrapper, raised before the op is built, in the one layout: the op type,
+    the name the node would get in the default graph, the rule, the user's line."""
+    node = get_default_graph().unique_name(name or op_type, mark_as_used=False)
+    return cls(errors.op_message(op_type, node, rule, errors.user_site()))
+
+
+def session_for(element, session):
+    """session, or the default one, checked to run element's graph."""
+    session = session or get_default_session()
+    if session is None:
+        raise ValueError("Cannot evaluate tensor using `eval()`: No default session is registered. Use "
+                         "`with sess.as_default()` or pass an explicit session to `eval(session=sess)`")
+    if element.graph is not session.graph:
+        raise ValueError("Cannot use the given session to evaluate tensor: the tensor's graph is different from "
+                         "the session's graph.")
+    return session
+
+
 class Operation:
     """A node: its type, name, inputs, attributes, outputs, and the user line that built it."""
 
@@ -241,9 +287,7 @@ class Operation:
         self.control_inputs.append(op)
 
     def run(self, feed_dict=None, session=None):
-        from pygrad.session import _session_for
-
-        _session_for(self, session).run(self, feed_dict=feed_dict)
+        session_for(self, session).run(self, feed_dict=feed_dict)
 
     def __repr__(self):
         return f"<pygrad.Operation '{self.name}' type={self.type}>"
@@ -254,99 +298,11 @@ class Operation:
 
 
 class TensorLike:
-    """Operators shared by Tensor and Variable: each builds the op TF1 builds for it, under TF1's name
-    (`a + b` is op 'add' of type Add, `a @ b` is 'matmul'; comparisons and `-a` keep the type's name)."""
+    """What Tensor and Variable share. The op modules install the operators on it, each building
+    the op TF1 builds for it (math_ops: `+`, `*`, `<`, ...; slice_ops: `t[...]`), as TF1 does."""
 
     __slots__ = ()
     __array_priority__ = 100
-
-    def __add__(self, other):
-        return _math().add(self, other, name="add")
-
-    def __radd__(self, other):
-        return _math().add(other, self, name="add")
-
-    def __sub__(self, other):
-        return _math().subtract(self, other, name="sub")
-
-    def __rsub__(self, other):
-        return _math().subtract(other, self, name="sub")
-
-    def __mul__(self, other):
-        return _math().multiply(self, other, name="mul")
-
-    def __rmul__(self, other):
-        return _math().multiply(other, self, name="mul")
-
-    def __truediv__(self, other):
-        return _math().truediv(self, other, name="truediv")
-
-    def __rtruediv__(self, other):
-        return _math().truediv(other, self, name="truediv")
-
-    __div__ = __truediv__
-
-    def __floordiv__(self, other):
-        return _math().floordiv(self, other, name="floordiv")
-
-    def __rfloordiv__(self, other):
-        return _math().floordiv(other, self, name="floordiv")
-
-    def __pow__(self, other):
-        return _math().pow(self, other, name="pow")
-
-    def __rpow__(self, other):
-        return _math().pow(other, self, name="pow")
-
-    def __matmul__(self, other):
-        return _math().matmul(self, other, name="matmul")
-
-    def __rmatmul__(self, other):
-        return _math().matmul(other, self, name="matmul")
-
-    def __neg__(self):
-        return _math().negative(self)
-
-    def __abs__(self):
-        return _math().abs(self)
-
-    def __lt__(self, other):
-        return _math().less(self, other)
-
-    def __le__(self, other):
-        return _math().less_equal(self, other)
-
-    def __gt__(self, other):
-        return _math().greater(self, other)
-
-    def __ge__(self, other):
-        return _math().greater_equal(self, other)
-
-    def __and__(self, other):
-        return _math().logical_and(self, other, name="and")
-
-    def __rand__(self, other):
-        return _math().logical_and(other, self, name="and")
-
-    def __or__(self, other):
-        return _math().logical_or(self, other, name="or")
-
-    def __ror__(self, other):
-        return _math().logical_or(other, self, name="or")
-
-    def __xor__(self, other):
-        return _math().logical_xor(self, other, name="xor")
-
-    def __rxor__(self, other):
-        return _math().logical_xor(other, self, name="xor")
-
-    def __invert__(self):
-        return _math().logical_not(self)
-
-    def __getitem__(self, key):
-        from pygrad.ops import array_ops
-
-        return array_ops.slice_helper(self, key)
 
     def __bool__(self):
         raise TypeError("Using a `tf.Tensor` as a Python `bool` is not allowed. "
@@ -358,10 +314,34 @@ class TensorLike:
     __hash__ = object.__hash__
 
 
-def _math():
-    from pygrad.ops import math_ops
+OPERATORS = frozenset(f"__{n}__" for n in (
+    "add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv pow rpow matmul rmatmul neg abs "
+    "lt le gt ge and rand or ror xor rxor invert getitem").split())
 
-    return math_ops
+
+def override_operator(name, fn):
+    """Installs fn as operator `name` (e.g. '__add__') of Tensor and Variable."""
+    if name not in OPERATORS:
+        raise ValueError(f"{name} is not an operator a tensor overrides")
+    setattr(TensorLike, name, fn)
+
+
+def unwrap(value):
+    """value's Tensor when it stands for one (a Variable: _as_graph_element), else value itself."""
+    if not isinstance(value, Tensor) and hasattr(value, "_as_graph_element"):
+        return value._as_graph_element()
+    return value
+
+
+def reachable(starts, neighbours):
+    """Every node reached from starts (included) by following neighbours(node): a graph walk."""
+    seen, stack = set(), list(starts)
+    while stack:
+        node = stack.pop()
+        if node not in seen:
+            seen.add(node)
+            stack.extend(neighbours(node))
+    return seen
 
 
 class Tensor(TensorLike):
@@ -401,12 +381,10 @@ class Tensor(TensorLike):
         return ""
 
     def consumers(self):
-        return [op for op in self.graph._ops if any(t is self for t in op.inputs)]
+        return [op for op in self.graph.get_operations() if any(t is self for t in op.inputs)]
 
     def eval(self, feed_dict=None, session=None):
-        from pygrad.session import _session_for
-
-        return _session_for(self, session).run(self, feed_dict=feed_dict)
+        return session_for(self, session).run(self, feed_dict=feed_dict)
 
     def __repr__(self):
         return f"<pygrad.Tensor '{self.name}' shape={self._shape} dtype={self.dtype.name}>"

@@ -17,7 +17,7 @@
 from collections import namedtuple
 
 from pygrad import _C, errors
-from pygrad.graph import Operation, Tensor, get_default_graph
+from pygrad.graph import Operation, Tensor, build_error, get_default_graph
 from pygrad.shapes import TensorShape
 
 Spec = namedtuple("Spec", ["dtype", "shape"])
@@ -34,6 +34,9 @@ VARIABLE = "variable"  # the session's variable buffer
 NOOP = "noop"  # no step (groups, no_op)
 VALUE = "value"  # output computed in Python from concrete input shapes (shape, size, rank)
 CUSTOM = "custom"  # OpDef.lower(ctx, op) emits the steps
+
+
+SHAPE_ONLY_AFTER_FIRST = range(1, 1 << 31)
 
 
 class RuleError(ValueError):
@@ -56,7 +59,7 @@ class OpDef:
     all = {}
 
     def __init__(self, type, kernel=None, *, lowering=None, differentiable=True, broadcasting=False,
-                 ref_input=None, reads_ref=True, output_is_ref=True, initializes=False, stateful=False):
+                 shape_only_inputs=(), ref_input=None, reads_ref=True, output_is_ref=True, initializes=False):
         if type in OpDef.all:
             raise ValueError(f"op type {type} is defined twice")
         self.type = type
@@ -68,8 +71,9 @@ class OpDef:
         self.reads_ref = reads_ref  # False for a plain assign: the old value is not read
         self.output_is_ref = output_is_ref  # output 0 is the written variable itself (assign ops)
         self.initializes = initializes  # writing the whole variable initializes it
-        self.stateful = stateful
-        self.ignores_input_values = set()  # inputs read for their shape only
+        # Inputs read for their shape only (their values are never computed for this op): a
+        # collection of indices, or SHAPE_ONLY_AFTER_FIRST for every input but the first.
+        self.shape_only_inputs = shape_only_inputs
         self.shape_fn = None
         self.grad_fn = None if differentiable else NOT_DIFFERENTIABLE
         self.attrs_fn = None
@@ -101,6 +105,10 @@ class OpDef:
         return fn
 
     # ---- building ----
+    def error(self, rule, name=None, cls=ValueError):
+        """An error of this op's wrapper, raised before the op is built (see graph.build_error)."""
+        return build_error(self.type, name, rule, cls)
+
     def infer(self, inputs, attrs, *, name, site):
         """Runs the shape rule; errors name the op, the rule and the site."""
         try:

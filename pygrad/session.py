@@ -1,38 +1,10 @@
 """Session: runs fetches of a graph on a native plan built once per run signature."""
-import collections
-import re
-import threading
-
 import numpy as np
 
 from pygrad import _C, errors
-from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph
+from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph, session_stack
 from pygrad.lowering import compile_run
-
-_default_sessions = threading.local()
-
-
-def _session_stack():
-    if not hasattr(_default_sessions, "stack"):
-        _default_sessions.stack = []
-    return _default_sessions.stack
-
-
-def get_default_session():
-    stack = _session_stack()
-    return stack[-1] if stack else None
-
-
-def _session_for(element, session):
-    session = session or get_default_session()
-    if session is None:
-        raise ValueError("Cannot evaluate tensor using `eval()`: No default session is registered. Use "
-                         "`with sess.as_default()` or pass an explicit session to `eval(session=sess)`")
-    if element.graph is not session.graph:
-        raise ValueError("Cannot use the given session to evaluate tensor: the tensor's graph is different from "
-                         "the session's graph.")
-    return session
-
+from pygrad.variable_store import VariableStore
 
 class _Fetches:
     """Flattens a fetch structure to graph elements and rebuilds the same structure from values."""
@@ -80,11 +52,9 @@ class _Fetches:
 class BaseSession:
     def __init__(self, target="", graph=None, config=None):
         self.graph = graph if graph is not None else get_default_graph()
-        self._store = _C.VarStore()
+        self._store = VariableStore(self.graph)
         self._plans = {}
         self._closed = False
-        self._default_cm = None
-        self._var_ids = {}
 
     # ---- lifetime ----
     def close(self):
@@ -94,11 +64,11 @@ class BaseSession:
     def __enter__(self):
         self._graph_cm = self.graph.as_default()
         self._graph_cm.__enter__()
-        _session_stack().append(self)
+        session_stack().append(self)
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        stack = _session_stack()
+        stack = session_stack()
         if stack and stack[-1] is self:
             stack.pop()
         self._graph_cm.__exit__(exc_type, exc, tb)
@@ -109,11 +79,11 @@ class BaseSession:
 
         class _AsDefault:
             def __enter__(self):
-                _session_stack().append(session)
+                session_stack().append(session)
                 return session
 
             def __exit__(self, *a):
-                _session_stack().remove(session)
+                session_stack().remove(session)
 
         return _AsDefault()
 
@@ -146,8 +116,9 @@ class BaseSession:
             outs = compiled.plan.run(arrays)
         except _C.UninitializedError as e:
             raise self._uninitialized(str(e)) from None
-        except (ValueError, TypeError) as e:
-            raise self._step_error(compiled, e) from None
+        except _C.StepError as e:
+            op = compiled.step_ops[e.step]
+            raise errors.InvalidArgumentError(None, op, op.error(str(e))) from None
         values = [outs[i][()] if i is not None and outs[i].ndim == 0 else outs[i] if i is not None else None
                   for i in compiled.fetch_index]
         if fetch_spec is None:
@@ -199,51 +170,22 @@ class BaseSession:
                 raise errors.InvalidArgumentError(
                     None, t.op, f"Cannot feed value of shape {shape} for Tensor '{t.name}', which has shape "
                                 f"'{t.shape}'\n  {t.op.type.lower()} defined at {t.op.site}")
-        fetch_tensors, targets, index = [], [], []
-        for e in elements:
-            if isinstance(e, Operation):
-                targets.append(e)
-                index.append(None)
-            else:
-                if e not in fetch_tensors:
-                    fetch_tensors.append(e)
-                index.append(fetch_tensors.index(e))
-        compiled = compile_run(self, fetch_tensors, targets, list(feed_tensors), [a.shape for a in arrays])
-        compiled.fetch_index = index
+        compiled = compile_run(elements, feed_tensors, [a.shape for a in arrays], self._store)
         if len(self._plans) >= 256:  # a graph that keeps growing: keep the cache bounded
             self._plans.pop(next(iter(self._plans)))
         return compiled
 
     # ---- variables ----
-    def _variable_id(self, var_op):
-        """The store id of a VariableV2 op (variables are numbered in creation order). Hidden state
-        (a random op's counter) starts initialized, at its session_start()."""
-        index = var_op.attrs["var_index"]
-        while len(self._store) <= index:
-            v = self.graph._variables[len(self._store)]
-            i = self._store.add(v.op.name, v.dtype.code, v.shape.as_list())
-            if hasattr(v, "session_start"):
-                self._store.write(i, np.full(v.shape.as_list(), v.session_start(), v.dtype.np))
-        return index
-
-    def _write_variable(self, var, value):
-        i = self._variable_id(var.op)
-        self._store.write(i, np.asarray(value, dtype=var.dtype.np, order="C").reshape(var.shape.as_list()))
+    def write_variable(self, var, value):
+        """Writes value into var in this session without adding ops to the graph (Variable.load)."""
+        self._store.write(var, value)
 
     def _uninitialized(self, name):
-        var = next((v for v in self.graph._variables if v.op.name == name), None)
+        var = self._store.entry_named(name)
         site = var.op.site if var is not None else "<unknown>"
         return errors.FailedPreconditionError(
             None, var.op if var is not None else None,
             f"Attempting to use uninitialized value {name}\n  variable defined at {site}")
-
-    @staticmethod
-    def _step_error(compiled, e):
-        m = re.match(r"step (\d+): (.*)", str(e), re.S)
-        if not m:
-            return e
-        op = compiled.steps[int(m.group(1))].op
-        return errors.InvalidArgumentError(None, op, op.error(m.group(2)))
 
 
 class Session(BaseSession):
@@ -255,13 +197,11 @@ class InteractiveSession(BaseSession):
 
     def __init__(self, target="", graph=None, config=None):
         super().__init__(target, graph, config)
-        _session_stack().append(self)
+        session_stack().append(self)
 
     def close(self):
         super().close()
-        stack = _session_stack()
+        stack = session_stack()
         if self in stack:
             stack.remove(self)
 
-
-_ = collections

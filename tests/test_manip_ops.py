@@ -427,7 +427,7 @@ BAD = {
     "prod_axis": (lambda a: tf.reduce_prod(a, axis=2), ValueError, r"Prod 'Prod': axis 2 is out of range"),
     "prod_bool": (lambda a: tf.reduce_prod(a > 0), TypeError, r"Prod 'Prod': x has dtype bool"),
     "axis_tensor": (lambda a: tf.concat([a, a], tf.placeholder(tf.int32, [])), ValueError,
-                    r"ConcatV2: axis must be known when the graph is built"),
+                    r"ConcatV2 'concat': axis must be known when the graph is built"),
 }
 
 

@@ -279,9 +279,11 @@ def test_softmax_errors():
         tf.nn.log_softmax(tf.placeholder(tf.int32, [2, 3]))
     with pytest.raises(ValueError, match=r"bias must be a vector"):
         tf.nn.bias_add(x, tf.placeholder(tf.float32, [1, 3]))
-    with pytest.raises(ValueError, match=r"BiasAdd: bias of shape \(1,\) must have the size of dimension -1"):
+    with pytest.raises(ValueError,
+                       match=r"BiasAdd 'BiasAdd(_\d+)?': bias of shape \(1,\) must have the size of dimension -1"):
         tf.nn.bias_add(x, tf.placeholder(tf.float32, [1]))  # TF refuses to broadcast a bias
-    with pytest.raises(ValueError, match=r"BiasAdd: bias of shape \(3,\) must have the size of dimension 1"):
+    with pytest.raises(ValueError,
+                       match=r"BiasAdd 'BiasAdd(_\d+)?': bias of shape \(3,\) must have the size of dimension 1"):
         tf.nn.bias_add(tf.placeholder(tf.float32, [2, 4, 3]), tf.placeholder(tf.float32, [3]), data_format="NCHW")
 
 

@@ -604,7 +604,7 @@ def test_one_fused_update_op_per_variable(case):
     assert len(fused) == 2
     assert sorted(o.inputs[0].name for o in fused) == ["W:0", "b:0"]
     # nothing else writes W or b: the only stateful consumers of the variables are the fused ops
-    writers = [o for o in ops if o.inputs and o.inputs[0].op in (W.op, b.op) and o.opdef.stateful]
+    writers = [o for o in ops if o.inputs and o.inputs[0].op in (W.op, b.op) and o.opdef.ref_input is not None]
     assert sorted(o.name for o in writers) == sorted(o.name for o in fused)
     other_apply = {o.type for o in ops if o.type.startswith("Apply")} - {case.op_type}
     assert not other_apply

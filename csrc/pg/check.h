@@ -1,5 +1,6 @@
 // Errors raised by kernels and the runtime. Nothing here aborts: bind.cc maps ShapeError to
-// ValueError, DTypeError to TypeError and PreconditionError to pygrad's FailedPreconditionError.
+// ValueError, DTypeError to TypeError, PreconditionError to _C.UninitializedError and StepError to
+// _C.StepError (with the step's index, from which Python names the op).
 #pragma once
 #include <cstdio>
 #include <stdexcept>
@@ -15,6 +16,11 @@ struct DTypeError : std::invalid_argument {
 };
 struct PreconditionError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+// A step of a plan refused its operands (a ShapeError or DTypeError of its kernel).
+struct StepError : std::runtime_error {
+  StepError(int step, const std::string& what) : std::runtime_error(what), step(step) {}
+  int step;
 };
 
 // "<op>: <message>", printf-style.

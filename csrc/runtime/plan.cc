@@ -101,10 +101,8 @@ void Plan::execute(const std::vector<const void*>& feeds, const std::vector<void
     const StepEntry& s = steps_[i];
     try {
       s.fn(frame_);
-    } catch (const DTypeError& e) {
-      throw DTypeError("step " + std::to_string(i) + ": " + e.what());
     } catch (const std::invalid_argument& e) {
-      throw ShapeError("step " + std::to_string(i) + ": " + e.what());
+      throw StepError(int(i), e.what());
     }
     if (s.initializes_var >= 0) store_->set_initialized(s.initializes_var, true);
   }

@@ -4,14 +4,14 @@ import numbers
 import numpy as np
 
 from pygrad import dtypes
-from pygrad.graph import Tensor, TensorLike, get_default_graph
-from pygrad.registry import (ALIAS, CONST, CUSTOM, FEED, VALUE, OpDef, Spec, fail, fail_dtype)
+from pygrad.graph import Tensor, TensorLike, unwrap
+from pygrad.registry import ALIAS, CONST, FEED, VALUE, OpDef, Spec, fail
 from pygrad.shapes import TensorShape, as_shape
 
 # ---------------------------------------------------------------- conversion
 
 
-def _numpy_value(value, dtype=None):
+def numpy_value(value, dtype=None):
     """value as a NumPy array of a supported dtype, with TF's defaults for Python numbers."""
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
@@ -41,15 +41,12 @@ def _numpy_value(value, dtype=None):
 
 def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_hint=None):
     """A Tensor for value: Tensors and Variables pass through (dtype checked), others become constants."""
-    if isinstance(value, TensorLike) and not isinstance(value, Tensor):
-        value = value._as_graph_element()
+    value = unwrap(value)
     if isinstance(value, Tensor):
         if dtype is not None and dtypes.as_dtype(dtype) != value.dtype:
             raise TypeError(f"Tensor conversion requested dtype {dtypes.as_dtype(dtype).name} for Tensor with dtype "
                             f"{value.dtype.name}: {value!r}")
         return value
-    if hasattr(value, "_as_graph_element"):
-        return convert_to_tensor(value._as_graph_element(), dtype, name)
     hint = preferred_dtype or dtype_hint
     if dtype is None and hint is not None:
         try:
@@ -64,8 +61,7 @@ def convert_n_same_dtype(values, op_name):
     Tensor among them (TF1 converts `x32 * np.array([1., 2.])` to float32 too), and are built in
     that tensor's graph. A remaining dtype mismatch is left to the op's dtype rule, which names
     the op and the user's line."""
-    first = next((v if isinstance(v, Tensor) else v._as_graph_element() for v in values
-                  if isinstance(v, TensorLike)), None)
+    first = next((unwrap(v) for v in values if isinstance(v, TensorLike)), None)
     if first is None:
         return [convert_to_tensor(v) for v in values]
     with first.graph.as_default():
@@ -76,6 +72,45 @@ def convert_n_same_dtype(values, op_name):
 def _follows_hint(v):
     """Literals that take a neighbouring tensor's dtype: Python numbers and lists, NumPy arrays and scalars."""
     return isinstance(v, (numbers.Number, list, tuple, np.ndarray, np.generic))
+
+
+# ---------------------------------------------------------------- values known when the graph is built
+
+
+def constant_value(value):
+    """value as a NumPy array when the graph fixes it: a Python or NumPy value, or a constant tensor
+    (its value is read-only); None for a tensor that only a run computes (as tf.get_static_value)."""
+    value = unwrap(value)
+    if isinstance(value, Tensor):
+        return value.op.attrs["value"] if value.op.type == "Const" else None
+    return numpy_value(value)
+
+
+def static_value(value, what, opdef, name=None):
+    """constant_value(value) for an argument `what` that opdef's op needs when the graph is built,
+    since pygrad plans static shapes; the output of any other op is refused."""
+    arr = constant_value(value)
+    if arr is None:
+        t = unwrap(value)
+        raise opdef.error(f"{what} must be known when the graph is built (a Python value or a constant), got the "
+                          f"output of {t.op.type} '{t.op.name}'", name)
+    return arr
+
+
+def static_ints(value, what, opdef, name=None):
+    """static_value(...) of integers, as an int64 array."""
+    arr = static_value(value, what, opdef, name)
+    if arr.size and arr.dtype.kind not in "iu":
+        raise opdef.error(f"{what} must be integers, got {value!r}", name, TypeError)
+    return arr.astype(np.int64)
+
+
+def static_int(value, what, opdef, name=None):
+    """static_value(...) of one integer, as a Python int."""
+    arr = static_ints(value, what, opdef, name)
+    if arr.size != 1:
+        raise opdef.error(f"{what} must be a single integer, got {value!r}", name)
+    return int(arr.reshape(()))
 
 
 # ---------------------------------------------------------------- graph inputs
@@ -104,7 +139,7 @@ def _(*, value, dtype):
 def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
     """A constant tensor. Python floats become float32 and ints int32, as in TF. With `shape`, TF1's
     rule: a value with fewer elements fills the shape in order and repeats its last element."""
-    arr = _numpy_value(value, dtype)
+    arr = numpy_value(value, dtype)
     if shape is not None:
         shape = tuple(as_shape(shape).as_list())
         if verify_shape and arr.shape != shape:
@@ -131,14 +166,14 @@ def ones(shape, dtype=dtypes.float32, name=None):
 
 
 def fill(dims, value, name=None):
-    v = _numpy_value(value)
+    v = numpy_value(value)
     return constant(np.full(as_shape(dims).as_list(), v, v.dtype), name=name or "Fill")
 
 
 # ---------------------------------------------------------------- filled like another tensor
 
-ZerosLike = OpDef("ZerosLike", kernel="fill", differentiable=False)
-OnesLike = OpDef("OnesLike", kernel="fill", differentiable=False)
+ZerosLike = OpDef("ZerosLike", kernel="fill", differentiable=False, shape_only_inputs={0})
+OnesLike = OpDef("OnesLike", kernel="fill", differentiable=False, shape_only_inputs={0})
 
 
 @ZerosLike.shape
@@ -156,8 +191,6 @@ def _(attrs, ins, outs):
 def _(attrs, ins, outs):
     return {"value": 1.0}
 
-
-ZerosLike.ignores_input_values = OnesLike.ignores_input_values = {0}
 
 
 def zeros_like(tensor, dtype=None, name=None, optimize=True):
@@ -206,51 +239,6 @@ def stop_gradient(input, name=None):
     return StopGradient(convert_to_tensor(input), name=name or "StopGradient")
 
 
-CheckNumerics = OpDef("CheckNumerics", lowering=CUSTOM)
-
-
-@CheckNumerics.shape
-def _(x, *, message):
-    if not x.dtype.is_floating:
-        fail_dtype(f"tensor must be floating point, got {x.dtype.name}")
-    return Spec(x.dtype, x.shape)
-
-
-@CheckNumerics.grad
-def _(op, dy):
-    return [check_numerics(dy, "Not a number (NaN) or infinity (Inf) values detected in gradient. "
-                               + op.attrs["message"])]
-
-
-@CheckNumerics.lower
-def _(ctx, op):
-    ctx.step("check_numerics", [ctx.operand(op.inputs[0])], [], {"message": op.attrs["message"]})
-    ctx.alias(op.outputs[0], op.inputs[0])
-
-
-def check_numerics(tensor, message, name=None):
-    """tensor itself, after checking it: a NaN or an Inf in it fails the run with InvalidArgumentError
-    "<message> : Tensor had NaN values" (or Inf values), naming this op and the line that built it.
-    The gradient is checked the same way."""
-    return CheckNumerics(convert_to_tensor(tensor), message=str(message), name=name or "CheckNumerics")
-
-
-def add_check_numerics_ops():
-    """A check_numerics for every floating-point tensor the default graph holds so far, each named
-    by its tensor ("op:index"), chained one after the other as TF does; returns the op running them
-    all."""
-    from pygrad.ops.state_ops import group
-
-    graph = get_default_graph()
-    check = []
-    for op in list(graph.get_operations()):
-        for t in op.outputs:
-            if t.dtype.is_floating:
-                with graph.control_dependencies(check):
-                    check = [check_numerics(t, f"{op.name}:{t.value_index}").op]
-    return group(*check)
-
-
 # ---------------------------------------------------------------- reshape
 
 def _reshape_target(in_shape, target):
@@ -289,8 +277,7 @@ def _(op, dy):
     return [ReshapeLike(dy, op.inputs[0])]
 
 
-ReshapeLike = OpDef("ReshapeLike", lowering=ALIAS)
-ReshapeLike.ignores_input_values = {1}  # input 1 only gives the shape
+ReshapeLike = OpDef("ReshapeLike", lowering=ALIAS, shape_only_inputs={1})  # input 1 only gives the shape
 
 
 @ReshapeLike.shape
@@ -384,8 +371,7 @@ def squeeze(input, axis=None, name=None, squeeze_dims=None):
 
 def _shape_op(type_name, compute):
     """An op whose int output is computed from its input's concrete shape when a plan is built."""
-    opdef = OpDef(type_name, lowering=VALUE, differentiable=False)
-    opdef.ignores_input_values = {0}
+    opdef = OpDef(type_name, lowering=VALUE, differentiable=False, shape_only_inputs={0})
     opdef.value(lambda attrs, x: np.asarray(compute(x.shape.as_list()), dtype=attrs["out_type"].np))
     return opdef
 
@@ -491,105 +477,3 @@ def _(op, dy):
 def transpose(a, perm=None, name="transpose", conjugate=False):
     perm = None if perm is None else tuple(int(p) for p in perm)
     return Transpose(convert_to_tensor(a), perm=perm, name=name)
-
-
-# ---------------------------------------------------------------- broadcasting and its inverse
-# The gradient driver and the reduction gradients use these two; each is the other's gradient.
-
-BroadcastLike = OpDef("BroadcastLike", lowering=CUSTOM)
-BroadcastLike.ignores_input_values = {1}  # input 1 only gives the shape
-
-
-@BroadcastLike.shape
-def _(x, like, *, axes=None, mean=False):
-    return Spec(x.dtype, like.shape)
-
-
-@BroadcastLike.lower
-def _(ctx, op):
-    """y = x broadcast to like's shape (x re-read with 1s at `axes`), divided by the count if mean.
-    axes: like's reduced axes, negative ones counted from like's rank here (where it is known), or
-    None for plain broadcasting."""
-    x, like = ctx.in_specs(op)
-    out_dims = like.shape.as_list()
-    x_dims = x.shape.as_list()
-    axes = op.attrs["axes"]
-    if axes is not None and len(x_dims) != len(out_dims):  # x lost the reduced axes: put back 1s
-        axes = {a % len(out_dims) for a in axes}
-        it = iter(x_dims)
-        x_dims = [1 if i in axes else next(it) for i in range(len(out_dims))]
-    scale = 1.0
-    if op.attrs["mean"]:
-        n_in = int(np.prod(out_dims, dtype=np.int64))
-        n_x = int(np.prod(x_dims, dtype=np.int64))
-        scale = n_x / n_in if n_in else float("nan")
-    ctx.step("broadcast_to", [ctx.operand(op.inputs[0], shape=x_dims)], [ctx.output(op, 0)], {"scale": scale})
-
-
-@BroadcastLike.grad
-def _(op, dy):
-    from pygrad.ops import math_ops
-
-    x, like = op.inputs
-    axes = op.attrs["axes"]
-    if axes is None:
-        g = SumToShape(dy, x)
-        if op.attrs["mean"]:  # the forward scaled by size(x) / size(like)
-            g = g * math_ops.truediv(cast(size(x), dy.dtype), cast(size(like), dy.dtype))
-        return [g, None]
-    reduce = math_ops.reduce_mean if op.attrs["mean"] else math_ops.reduce_sum
-    if x.shape.ndims is not None and dy.shape.ndims is not None:
-        return [reduce(dy, axis=list(axes), keepdims=x.shape.ndims == dy.shape.ndims), None]
-    # Ranks known only at run time: keep the reduced dims, then take x's shape (with or without them).
-    return [ReshapeLike(reduce(dy, axis=list(axes), keepdims=True), x), None]
-
-
-SumToShape = OpDef("SumToShape", lowering=CUSTOM)
-SumToShape.ignores_input_values = {1}
-
-
-@SumToShape.shape
-def _(x, like):
-    return Spec(x.dtype, like.shape)
-
-
-@SumToShape.lower
-def _(ctx, op):
-    """Sums x over the dimensions that broadcasting added to reach it from like's shape."""
-    x, like = ctx.in_specs(op)
-    xd, ld = x.shape.as_list(), like.shape.as_list()
-    if xd == ld:
-        ctx.alias(op.outputs[0], op.inputs[0])
-        return
-    lp = [1] * (len(xd) - len(ld)) + ld
-    axes = [i for i, (a, b) in enumerate(zip(xd, lp)) if b == 1 and a != 1]
-    ctx.step("reduce_fwd", [ctx.operand(op.inputs[0])], [ctx.output(op, 0)], {"op": "sum", "axes": axes})
-
-
-@SumToShape.grad
-def _(op, dy):
-    return [BroadcastLike(dy, op.inputs[0], axes=None, mean=False), None]
-
-
-def sum_to_shape(x, like):
-    """x summed over the dimensions broadcasting added to like's shape (the gradient of broadcasting)."""
-    if x.shape.is_fully_defined() and x.shape == like.shape:
-        return x
-    return SumToShape(x, like)
-
-
-def slice_helper(tensor, key):
-    """tensor[key]: see slice_ops.slice_helper (imported here lazily: slice_ops builds on this module)."""
-    from pygrad.ops import slice_ops
-
-    return slice_ops.slice_helper(tensor, key)
-
-
-def graph_of(*values):
-    for v in values:
-        if isinstance(v, Tensor):
-            return v.graph
-    return get_default_graph()
-
-
-_ = fail_dtype

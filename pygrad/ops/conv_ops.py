@@ -6,13 +6,13 @@ out = ceil(in / stride), pad_total = max((out - 1) * stride + k - in, 0), pad_to
 native_attrs computes it from the concrete shapes.
 
 TF's gradient ops take the forward input's or the filter's shape as an int vector (input_sizes,
-filter_sizes). Here they take the tensor itself, read for its shape only (ignores_input_values),
+filter_sizes). Here they take the tensor itself, read for its shape only (shape_only_inputs),
 so the shapes stay static where the forward's are, batch None included.
 """
 import numbers
 
 from pygrad.ops.array_ops import convert_n_same_dtype, convert_to_tensor
-from pygrad.ops.math_ops import FLOATS, _check_dtype
+from pygrad.ops.math_ops import FLOATS, check_dtype
 from pygrad.registry import OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape
 
@@ -65,7 +65,7 @@ def _window_out(x, k, strides, padding, what):
 
 
 def _check_input(x, what="input"):
-    _check_dtype(x, FLOATS, what)
+    check_dtype(x, FLOATS, what)
     if x.shape.ndims not in (None, 4):
         fail(f"{what} must be 4-D [batch, height, width, channels], got {what}: {x.shape}")
 
@@ -156,8 +156,7 @@ def _(op, dy):
 
 
 # dx = Conv2DBackpropInput(x_like, filter, dy): x_like gives the input's shape only.
-Conv2DBackpropInput = OpDef("Conv2DBackpropInput", kernel="conv2d_bwd_input")
-Conv2DBackpropInput.ignores_input_values = {0}
+Conv2DBackpropInput = OpDef("Conv2DBackpropInput", kernel="conv2d_bwd_input", shape_only_inputs={0})
 
 
 @Conv2DBackpropInput.shape
@@ -178,8 +177,7 @@ def _(op, g):
 
 
 # dfilter = Conv2DBackpropFilter(x, filter_like, dy): filter_like gives the filter's shape only.
-Conv2DBackpropFilter = OpDef("Conv2DBackpropFilter", kernel="conv2d_bwd_filter")
-Conv2DBackpropFilter.ignores_input_values = {1}
+Conv2DBackpropFilter = OpDef("Conv2DBackpropFilter", kernel="conv2d_bwd_filter", shape_only_inputs={1})
 
 
 @Conv2DBackpropFilter.shape
@@ -205,10 +203,10 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
     in_channels, out_channels]; strides and dilations as [1, h, w, 1] (or an int, or [h, w]);
     padding 'SAME' or 'VALID'. NHWC only; dilations must be 1."""
     if filter is not None and filters is not None:
-        raise ValueError("conv2d: pass filter or filters, not both")
+        raise Conv2D.error("conv2d: pass filter or filters, not both", name)
     filter = filters if filter is None else filter  # noqa: A001
     if filter is None or strides is None or padding is None:
-        raise TypeError("conv2d() needs filter, strides and padding")
+        raise Conv2D.error("conv2d() needs filter, strides and padding", name, TypeError)
     x, f = convert_n_same_dtype([input, filter], "Conv2D")
     return Conv2D(x, f, strides=_hw4(strides), padding=_padding(padding), data_format=data_format,
                   dilations=_hw4(dilations), name=name or "Conv2D")
@@ -240,10 +238,10 @@ def _pool_grad_attrs(op):
 def _pool_fn(opdef):
     def fn(value=None, ksize=None, strides=None, padding=None, data_format="NHWC", name=None, input=None):  # noqa: A002
         if value is not None and input is not None:
-            raise ValueError(f"{opdef.type}: pass value or input, not both")
+            raise opdef.error("pass value or input, not both", name)
         value = input if value is None else value
         if value is None or ksize is None or strides is None or padding is None:
-            raise TypeError(f"{opdef.type}: needs value, ksize, strides and padding")
+            raise opdef.error("needs value, ksize, strides and padding", name, TypeError)
         return opdef(convert_to_tensor(value), ksize=_hw4(ksize), strides=_hw4(strides), padding=_padding(padding),
                      data_format=data_format, name=name or opdef.type)
 
@@ -306,8 +304,7 @@ def _(op, dy):
 
 
 # dx = AvgPoolGrad(x_like, dy): x_like gives the input's shape only.
-AvgPoolGrad = OpDef("AvgPoolGrad", kernel="avg_pool_bwd")
-AvgPoolGrad.ignores_input_values = {0}
+AvgPoolGrad = OpDef("AvgPoolGrad", kernel="avg_pool_bwd", shape_only_inputs={0})
 
 
 @AvgPoolGrad.shape

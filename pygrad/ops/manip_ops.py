@@ -6,16 +6,15 @@ Attributes that decide shapes (axis, multiples, depth) must be known when the gr
 Python values or constant tensors, as pygrad's planner needs static shapes."""
 import numpy as np
 
-from pygrad import dtypes, errors
+from pygrad import dtypes
 from pygrad.graph import Tensor, TensorLike
-from pygrad.lowering import Operand
-from pygrad.ops.array_ops import _numpy_value, constant, convert_n_same_dtype, convert_to_tensor, identity, zeros_like
-from pygrad.registry import CUSTOM, OpDef, Spec, fail, fail_dtype
+from pygrad.ops.array_ops import (constant, convert_n_same_dtype, convert_to_tensor, identity, numpy_value, static_int,
+                                  static_ints, static_value, zeros_like)
+from pygrad.registry import CUSTOM, SHAPE_ONLY_AFTER_FIRST, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape
 
 newaxis = None
 INDEX_DTYPES = (dtypes.int32, dtypes.int64)
-ALL_INPUTS_BUT_THE_FIRST = range(1, 1 << 31)  # for ignores_input_values of ops with a variable input count
 
 
 # ---------------------------------------------------------------- helpers
@@ -27,34 +26,6 @@ def _axis(axis, ndims, extra=0, what="axis"):
     if not -n <= axis < n:
         fail(f"{what} {axis} is out of range [{-n}, {n}) for rank {ndims}")
     return axis % n
-
-
-def _static_value(value, what, op_type):
-    """value (a Python value, a NumPy array or a constant tensor) as a NumPy array; anything computed
-    by the graph is refused, since the op needs it when the graph is built."""
-    if isinstance(value, TensorLike) and not isinstance(value, Tensor):
-        value = value._as_graph_element()
-    if isinstance(value, Tensor):
-        if value.op.type != "Const":
-            raise ValueError(f"{op_type}: {what} must be known when the graph is built (a Python value or a "
-                             f"constant), got the output of {value.op.type} '{value.op.name}'")
-        value = value.op.attrs["value"]
-    return _numpy_value(value)
-
-
-def _static_ints(value, what, op_type):
-    """value (a Python int or list, a NumPy array or a constant tensor) as a NumPy int64 array."""
-    arr = _static_value(value, what, op_type)
-    if arr.size and arr.dtype.kind not in "iu":
-        raise TypeError(f"{op_type}: {what} must be integers, got {value!r}")
-    return arr.astype(np.int64)
-
-
-def _static_int(value, what, op_type):
-    arr = _static_ints(value, what, op_type)
-    if arr.size != 1:
-        raise ValueError(f"{op_type}: {what} must be a single integer, got {value!r}")
-    return int(arr.reshape(()))
 
 
 def _same_dtype(xs):
@@ -72,11 +43,6 @@ def _outputs(result):
 def _or_zeros(grads, like):
     """Each gradient, or zeros shaped like the matching tensor where it is None."""
     return [g if g is not None else zeros_like(t) for g, t in zip(grads, like)]
-
-
-def _reviewed(o, dims):
-    """The operand o re-read with other dims (same elements, same order)."""
-    return Operand(o.buffer, o.dtype, dims)
 
 
 # ---------------------------------------------------------------- concat and its gradient
@@ -131,8 +97,7 @@ def _(op, dy):
 
 
 # dy split back into pieces shaped like the concatenated inputs (their values are not read).
-ConcatV2Grad = OpDef("ConcatV2Grad", kernel="split")
-ConcatV2Grad.ignores_input_values = ALL_INPUTS_BUT_THE_FIRST
+ConcatV2Grad = OpDef("ConcatV2Grad", kernel="split", shape_only_inputs=SHAPE_ONLY_AFTER_FIRST)
 
 
 @ConcatV2Grad.shape
@@ -155,7 +120,7 @@ def _(op, *grads):
 def concat(values, axis, name="concat"):
     """values joined along axis (tf.concat); one value is returned as an identity."""
     values = convert_n_same_dtype(list(values) if isinstance(values, (list, tuple)) else [values], "ConcatV2")
-    axis = _static_int(axis, "axis", "ConcatV2")
+    axis = static_int(axis, "axis", ConcatV2, name)
     if len(values) == 1:
         return identity(values[0], name=name)
     return ConcatV2(*values, axis=axis, name=name)
@@ -224,12 +189,12 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
     """value split along axis into num_or_size_splits equal pieces, or pieces of the listed sizes
     (one may be -1: the rest). Returns a list of tensors."""
     value = convert_to_tensor(value)
-    axis = _static_int(axis, "axis", "Split")
-    sizes = _static_ints(num_or_size_splits, "num_or_size_splits", "Split")
+    axis = static_int(axis, "axis", Split, name)
+    sizes = static_ints(num_or_size_splits, "num_or_size_splits", Split, name)
     if sizes.ndim == 0:
         return _outputs(Split(value, num_split=int(sizes), axis=axis, name=name))
     if num is not None and num != sizes.size:
-        raise ValueError(f"SplitV: num={num} does not match the {sizes.size} size_splits")
+        raise SplitV.error(f"num={num} does not match the {sizes.size} size_splits {sizes.tolist()}", name)
     return _outputs(SplitV(value, size_splits=tuple(int(s) for s in sizes), axis=axis, name=name))
 
 
@@ -257,10 +222,10 @@ def _(*values, axis):
 
 @Pack.lower
 def _(ctx, op):
-    dims = ctx.in_specs(op)[0].shape.as_list()
+    dims = ctx.in_specs()[0].shape.as_list()
     a = op.attrs["axis"] % (len(dims) + 1)
     ins = [ctx.operand(t, shape=dims[:a] + [1] + dims[a:]) for t in op.inputs]
-    ctx.step("concat", ins, [ctx.output(op, 0)], {"axis": a})
+    ctx.step("concat", ins, [ctx.output(0)], {"axis": a})
 
 
 @Pack.grad
@@ -286,9 +251,9 @@ def _(value, *, num, axis):
 
 @Unpack.lower
 def _(ctx, op):
-    dims = ctx.in_specs(op)[0].shape.as_list()
+    dims = ctx.in_specs()[0].shape.as_list()
     a = op.attrs["axis"] % len(dims)
-    outs = [_reviewed(ctx.output(op, i), dims[:a] + [1] + dims[a + 1:]) for i in range(len(op.outputs))]
+    outs = [ctx.output(i).with_dims(dims[:a] + [1] + dims[a + 1:]) for i in range(len(op.outputs))]
     ctx.step("split", [ctx.operand(op.inputs[0])], outs, {"axis": a})
 
 
@@ -300,21 +265,20 @@ def _(op, *grads):
 def stack(values, axis=0, name="stack"):
     """The tensors of values (one shape) stacked along a new dimension at axis (tf.stack)."""
     values = list(values) if isinstance(values, (list, tuple)) else [values]
-    axis = _static_int(axis, "axis", "Pack")
+    axis = static_int(axis, "axis", Pack, name)
     if not any(isinstance(v, TensorLike) for v in values):
-        return constant(np.stack([_numpy_value(v) for v in values], axis=axis), name=name)
+        return constant(np.stack([numpy_value(v) for v in values], axis=axis), name=name)
     return Pack(*convert_n_same_dtype(values, "Pack"), axis=axis, name=name)
 
 
 def unstack(value, num=None, axis=0, name="unstack"):
     """The slices of value along axis, as a list of num tensors (tf.unstack)."""
     value = convert_to_tensor(value)
-    axis = _static_int(axis, "axis", "Unpack")
+    axis = static_int(axis, "axis", Unpack, name)
     if num is None:
         dims = value.shape.dims
         if dims is None or not -len(dims) <= axis < len(dims) or dims[axis] is None:
-            raise ValueError(errors.op_message("Unpack", name, f"cannot infer num from shape {value.shape} (axis "
-                                                           f"{axis}); pass num", errors.user_site()))
+            raise Unpack.error(f"cannot infer num from shape {value.shape} (axis {axis}); pass num", name)
         num = dims[axis]
     if num == 0:
         return []
@@ -359,8 +323,7 @@ def _(op, dy):
 
 # Dense gradient of a gather: dy scatter-added into zeros of params' shape (TF returns
 # IndexedSlices instead). params gives the shape only.
-GatherV2Grad = OpDef("GatherV2Grad", kernel="gather_bwd")
-GatherV2Grad.ignores_input_values = {2}
+GatherV2Grad = OpDef("GatherV2Grad", kernel="gather_bwd", shape_only_inputs={2})
 
 
 @GatherV2Grad.shape
@@ -386,11 +349,11 @@ def gather(params, indices, validate_indices=None, name=None, axis=None, batch_d
     params.shape[:axis] + indices.shape + params.shape[axis + 1:]. An index outside
     [0, params.shape[axis]) raises InvalidArgumentError when the graph runs."""
     if batch_dims != 0:
-        raise ValueError(f"GatherV2: batch_dims={batch_dims} is not supported, only 0")
+        raise GatherV2.error(f"batch_dims={batch_dims} is not supported, only 0", name)
     params = convert_to_tensor(params)
     with params.graph.as_default():
         indices = convert_to_tensor(indices)
-    axis = 0 if axis is None else _static_int(axis, "axis", "GatherV2")
+    axis = 0 if axis is None else static_int(axis, "axis", GatherV2, name)
     return GatherV2(params, indices, axis=axis, name=name or "GatherV2")
 
 
@@ -420,10 +383,10 @@ def _(attrs, ins, outs):
             "on_value": attrs["on_value"], "off_value": attrs["off_value"]}
 
 
-def _scalar_value(v, what):
-    arr = _static_value(v, what, "OneHot")
+def _scalar_value(v, what, name):
+    arr = static_value(v, what, OneHot, name)
     if arr.size != 1:
-        raise ValueError(f"OneHot: {what} must be a scalar, got {v!r}")
+        raise OneHot.error(f"{what} must be a scalar, got {v!r}", name)
     return arr.reshape(())
 
 
@@ -432,17 +395,18 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     index outside [0, depth) gives a row of off_value (as TF). dtype defaults to on_value's or
     off_value's, else float32. Not differentiable."""
     indices = convert_to_tensor(indices)
-    depth = _static_int(depth, "depth", "OneHot")
-    given = [_scalar_value(v, w) for v, w in ((on_value, "on_value"), (off_value, "off_value")) if v is not None]
+    depth = static_int(depth, "depth", OneHot, name)
+    given = [_scalar_value(v, w, name) for v, w in ((on_value, "on_value"), (off_value, "off_value")) if v is not None]
     if dtype is None:
         dtype = dtypes.as_dtype(given[0].dtype) if given else dtypes.float32
     dtype = dtypes.as_dtype(dtype)
     for v, what in ((on_value, "on_value"), (off_value, "off_value")):
         if isinstance(v, TensorLike) and v.dtype != dtype:
-            raise TypeError(f"OneHot: {what} has dtype {v.dtype.name}, which does not match dtype {dtype.name}")
+            raise OneHot.error(f"{what} has dtype {v.dtype.name}, which does not match dtype {dtype.name}", name,
+                               TypeError)
 
     def attr(v, default):
-        v = default if v is None else _scalar_value(v, "value")
+        v = default if v is None else _scalar_value(v, "value", name)
         return bool(v) if dtype.is_bool else int(v) if dtype.is_integer else float(v)
 
     return OneHot(indices, depth=depth, on_value=attr(on_value, 1), off_value=attr(off_value, 0),
@@ -487,11 +451,11 @@ def where(condition, x=None, y=None, name=None):
     """TF1 tf.where(condition, x, y): x where condition is true, else y. condition has the shape of
     x and y, or is a vector choosing whole rows (its length is x's first dimension)."""
     if x is None and y is None:
-        raise ValueError("Select: tf.where(condition) with one argument returns the coordinates of the true "
-                         "elements, whose number is known only when the graph runs; pygrad plans static shapes, "
-                         "so pass x and y: tf.where(condition, x, y)")
+        raise Select.error("tf.where(condition) with one argument returns the coordinates of the true elements, "
+                           "whose number is known only when the graph runs; pygrad plans static shapes, so pass x "
+                           "and y: tf.where(condition, x, y)", name)
     if x is None or y is None:
-        raise ValueError("Select: x and y must both be given, or both be None")
+        raise Select.error("x and y must both be given, or both be None", name)
     x, y = convert_n_same_dtype([x, y], "Select")
     with x.graph.as_default():
         condition = convert_to_tensor(condition)
@@ -524,8 +488,7 @@ def _(op, dy):
 
 
 # The sum of dy's tiles, in x's shape (x gives the shape only).
-TileGrad = OpDef("TileGrad", kernel="tile_bwd")
-TileGrad.ignores_input_values = {1}
+TileGrad = OpDef("TileGrad", kernel="tile_bwd", shape_only_inputs={1})
 
 
 @TileGrad.shape
@@ -546,7 +509,7 @@ def _(op, g):
 
 def tile(input, multiples, name=None):
     """input repeated multiples[d] times along each dimension d."""
-    multiples = _static_ints(multiples, "multiples", "Tile")
+    multiples = static_ints(multiples, "multiples", Tile, name)
     return Tile(convert_to_tensor(input), multiples=tuple(int(m) for m in multiples.reshape(-1)),
                 name=name or "Tile")
 

@@ -1,10 +1,8 @@
-"""Arithmetic, comparisons, matmul and reductions: each op's shape rule and gradient together."""
-import numpy as np
-
+"""Arithmetic, comparisons and matmul, each op's shape rule and gradient together; and the
+operators of Tensor and Variable (`a + b` builds Add), installed here as TF1's math_ops does."""
 from pygrad import dtypes
-from pygrad.graph import Tensor, TensorLike
-from pygrad.ops.array_ops import (BroadcastLike, ReshapeLike, cast, convert_n_same_dtype, convert_to_tensor,
-                                  expand_dims, ones_like, reshape, zeros_like)
+from pygrad.graph import override_operator
+from pygrad.ops.array_ops import cast, convert_n_same_dtype, convert_to_tensor, zeros_like
 from pygrad.registry import CUSTOM, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape, broadcast_shape
 
@@ -14,7 +12,7 @@ ALL = NUMBERS + (dtypes.bool_,)
 BOOL = (dtypes.bool_,)
 
 
-def _check_dtype(x, allowed, what="x"):
+def check_dtype(x, allowed, what="x"):
     if x.dtype not in allowed:
         fail_dtype(f"{what} has dtype {x.dtype.name}, expected one of {', '.join(d.name for d in allowed)}")
 
@@ -28,7 +26,7 @@ def _unary(type_name, kernel_op, allowed, grad=None):
 
     @d.shape
     def _(x):
-        _check_dtype(x, allowed)
+        check_dtype(x, allowed)
         return Spec(x.dtype, x.shape)
 
     d.native_attrs(lambda attrs, ins, outs: {"op": kernel_op})
@@ -71,7 +69,7 @@ def _unary_grad_op(type_name, kernel_op, grad):
 
     @d.shape
     def _(y, dy):
-        _check_dtype(y, FLOATS, "y")
+        check_dtype(y, FLOATS, "y")
         if y.dtype != dy.dtype:
             fail_dtype(f"y and dy must have one dtype, got {y.dtype.name} and {dy.dtype.name}")
         if not y.shape.is_compatible_with(dy.shape):
@@ -131,7 +129,7 @@ def _binary(type_name, kernel_op, allowed, grad=None, out_dtype=None):
     def _(a, b):
         if a.dtype != b.dtype:
             fail_dtype(f"x and y must have the same dtype, got x: {a.dtype.name} and y: {b.dtype.name}")
-        _check_dtype(a, allowed)
+        check_dtype(a, allowed)
         try:
             shape = broadcast_shape(a.shape, b.shape)
         except ValueError:
@@ -271,7 +269,7 @@ def _(op, dy):
 @AddN.lower
 def _(ctx, op):
     """A chain of adds; partial sums accumulate in the output buffer."""
-    out = ctx.output(op, 0)
+    out = ctx.output(0)
     acc = ctx.operand(op.inputs[0])
     if len(op.inputs) == 1:
         ctx.step("binary_fwd", [acc, ctx.zero_like(op.inputs[0])], [out], {"op": "add"})
@@ -296,7 +294,7 @@ MatMul = OpDef("MatMul", kernel="matmul_fwd")
 def _(a, b, *, transpose_a, transpose_b):
     if a.dtype != b.dtype:
         fail_dtype(f"a and b must have the same dtype, got a: {a.dtype.name} and b: {b.dtype.name}")
-    _check_dtype(a, FLOATS, "a")
+    check_dtype(a, FLOATS, "a")
     if a.shape.ndims not in (None, 2) or b.shape.ndims not in (None, 2):
         fail(f"a and b must be matrices (rank 2), got a: {a.shape} and b: {b.shape}")
     ad = a.shape.dims or (None, None)
@@ -331,204 +329,30 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
                   name=name or "MatMul")
 
 
-# ---------------------------------------------------------------- reductions
+# ---------------------------------------------------------------- operators of Tensor and Variable
+# Each builds the op TF1 builds for it, under TF1's name (`a + b` is op 'add' of type Add, `a @ b`
+# is 'matmul'); comparisons and `-a` keep the type's name.
 
 
-def _norm_axes(axes, ndims, what="axis"):
-    """Sorted distinct non-negative axes; None means all."""
-    if axes is None:
-        return tuple(range(ndims))
-    out = set()
-    for a in axes:
-        if not -ndims <= a < ndims:
-            fail(f"{what} {a} is out of range for a tensor of rank {ndims}")
-        out.add(a % ndims)
-    return tuple(sorted(out))
+def _binary_operator(operator, fn, name):
+    override_operator(f"__{operator}__", lambda a, b: fn(a, b, name=name))
+    override_operator(f"__r{operator}__", lambda a, b: fn(b, a, name=name))
 
 
-def _reduce(type_name, kernel_op, allowed, grad=None):
-    d = OpDef(type_name, kernel="reduce_fwd", differentiable=grad is not None)
-
-    @d.shape
-    def _(x, *, axis, keepdims):
-        _check_dtype(x, allowed)
-        if x.shape.dims is None:
-            return Spec(x.dtype, TensorShape(None))
-        axes = _norm_axes(axis, len(x.shape.dims))
-        dims = [1 if i in axes else dim for i, dim in enumerate(x.shape.dims) if keepdims or i not in axes]
-        return Spec(x.dtype, TensorShape(dims))
-
-    d.native_attrs(lambda attrs, ins, outs: {
-        "op": kernel_op, "axes": list(_norm_axes(attrs["axis"], len(ins[0].shape.dims)))})
-    if grad is not None:
-        d.grad(grad)
-    return d
-
-
-def _grad_axes(op):
-    """A reduction's axes for its gradient: normalized when the input's rank is known; otherwise as
-    given (BroadcastLike and the reductions resolve negative axes when the plan is built), with
-    None for all axes (the reduced gradient is then a scalar, or all 1s with keepdims)."""
-    x, axis = op.inputs[0], op.attrs["axis"]
-    if x.shape.ndims is not None:
-        return _norm_axes(axis, x.shape.ndims)
-    return None if axis is None else tuple(axis)
-
-
-def _sum_grad(op, dy):
-    return [BroadcastLike(dy, op.inputs[0], axes=_grad_axes(op), mean=False)]
-
-
-def _mean_grad(op, dy):
-    return [BroadcastLike(dy, op.inputs[0], axes=_grad_axes(op), mean=True)]
-
-
-def _keep(t, x, axes, keepdims):
-    """t with size-1 dims at the reduced axes, so it broadcasts against x: a view when x's rank is
-    known, else t broadcast to x's shape."""
-    if keepdims:
-        return t
-    if x.shape.ndims is None:
-        return BroadcastLike(t, x, axes=axes, mean=False)
-    for a in axes:
-        t = expand_dims(t, a)
-    return t
-
-
-def _max_min_grad_reduce(op, dy):
-    """TF's rule: the gradient is split evenly between the entries that tie for the max (min)."""
-    x = op.inputs[0]
-    axes = _grad_axes(op)
-    keep = op.attrs["keepdims"]
-    y, dy = _keep(op.outputs[0], x, axes, keep), _keep(dy, x, axes, keep)
-    indicators = cast(equal(y, x), dy.dtype)
-    num_selected = reduce_sum(indicators, axis=None if axes is None else list(axes), keepdims=True)
-    return [indicators / num_selected * dy]
-
-
-Sum = _reduce("Sum", "sum", NUMBERS, _sum_grad)
-Mean = _reduce("Mean", "mean", NUMBERS, _mean_grad)
-Max = _reduce("Max", "max", NUMBERS, _max_min_grad_reduce)
-Min = _reduce("Min", "min", NUMBERS, _max_min_grad_reduce)
-
-
-def _prod_grad(op, dy):
-    """TF's _ProdGrad, exactly and without dividing by x: each x gets dy times the product of the
-    other factors of its group (prefix and suffix products in the prod_bwd kernel), so zeros are
-    handled like any other value."""
-    return [ProdGrad(op.inputs[0], dy, axis=_grad_axes(op))]
-
-
-Prod = _reduce("Prod", "prod", NUMBERS, _prod_grad)
-
-# dx = dy * (product of the other factors of x's group). dy: one value per group, any shape.
-ProdGrad = OpDef("ProdGrad", kernel="prod_bwd")
-# The derivative of ProdGrad in x along t: dy * sum over i != j of t[i] * (product without i, j).
-ProdGradGrad = OpDef("ProdGradGrad", kernel="prod_bwd")
-
-
-@ProdGrad.shape
-@ProdGradGrad.shape
-def _(x, dy, *t, axis):
-    _check_dtype(x, FLOATS)
-    for other in (dy, *t):
-        if other.dtype != x.dtype:
-            fail_dtype(f"x and dy must have one dtype, got {x.dtype.name} and {other.dtype.name}")
-    if t and not t[0].shape.is_compatible_with(x.shape):
-        fail(f"the tangent {t[0].shape} must have the shape of x {x.shape}")
-    return Spec(x.dtype, x.shape)
-
-
-@ProdGrad.native_attrs
-@ProdGradGrad.native_attrs
-def _(attrs, ins, outs):
-    return {"axes": list(_norm_axes(attrs["axis"], len(ins[0].shape.dims)))}
-
-
-@ProdGrad.grad
-def _(op, g):
-    x, dy = op.inputs
-    axis = op.attrs["axis"]
-    # d/d dy: sum of g * (product of the others) over each group, shaped like dy.
-    d_dy = reduce_sum(g * ProdGrad(x, ones_like(dy), axis=axis), axis=None if axis is None else list(axis),
-                      keepdims=True)
-    return [ProdGradGrad(x, dy, g, axis=axis), ReshapeLike(d_dy, dy)]
-
-
-@ProdGradGrad.grad
-def _(op, g):
-    raise LookupError(f"ProdGradGrad '{op.name}': third and higher derivatives of reduce_prod are not implemented")
-
-
-Any = _reduce("Any", "any", BOOL)
-All = _reduce("All", "all", BOOL)
-
-
-def _reduce_fn(opdef, default_name):
-    def fn(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
-        if axis is not None and reduction_indices is not None:
-            raise ValueError("Cannot specify both 'axis' and 'reduction_indices'.")
-        if keepdims is not None and keep_dims is not None:
-            raise ValueError("Cannot specify both 'keepdims' and 'keep_dims'.")
-        axis = reduction_indices if axis is None else axis
-        keepdims = bool(keep_dims if keepdims is None else keepdims)
-        x = convert_to_tensor(input_tensor)
-        if isinstance(axis, Tensor):
-            if axis.op.type != "Const":
-                raise ValueError(f"{opdef.type}: axis must be a Python int, a list or a constant tensor")
-            axis = axis.op.attrs["value"]
-        if axis is not None:
-            axis = tuple(int(a) for a in np.asarray(axis).reshape(-1))
-        if axis is not None and x.shape.ndims is not None:
-            axis = tuple(a % x.shape.ndims if -x.shape.ndims <= a < x.shape.ndims else a for a in axis)
-        return opdef(x, axis=axis, keepdims=keepdims, name=name or default_name)
-
-    fn.__name__ = default_name
-    return fn
-
-
-reduce_sum = _reduce_fn(Sum, "Sum")
-reduce_mean = _reduce_fn(Mean, "Mean")
-reduce_max = _reduce_fn(Max, "Max")
-reduce_min = _reduce_fn(Min, "Min")
-reduce_prod = _reduce_fn(Prod, "Prod")
-reduce_any = _reduce_fn(Any, "Any")
-reduce_all = _reduce_fn(All, "All")
-
-
-def _arg_reduce(type_name, kernel_op):
-    d = OpDef(type_name, kernel="arg_reduce_fwd", differentiable=False)
-
-    @d.shape
-    def _(x, *, axis, output_type):
-        _check_dtype(x, NUMBERS)
-        if x.shape.dims is None:
-            return Spec(output_type, TensorShape(None))
-        (a,) = _norm_axes([axis], len(x.shape.dims))
-        if x.shape.dims[a] == 0:
-            fail(f"cannot take {kernel_op} over an empty dimension of shape {x.shape}")
-        return Spec(output_type, TensorShape([dim for i, dim in enumerate(x.shape.dims) if i != a]))
-
-    d.native_attrs(lambda attrs, ins, outs: {"op": kernel_op, "axis": attrs["axis"] % len(ins[0].shape.dims)})
-    return d
-
-
-ArgMax = _arg_reduce("ArgMax", "argmax")
-ArgMin = _arg_reduce("ArgMin", "argmin")
-
-
-def _arg_fn(opdef, default_name):
-    def fn(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):
-        axis = dimension if axis is None else axis
-        axis = 0 if axis is None else int(np.asarray(axis.op.attrs["value"] if isinstance(axis, Tensor) else axis))
-        return opdef(convert_to_tensor(input), axis=axis, output_type=dtypes.as_dtype(output_type),
-                     name=name or default_name)
-
-    fn.__name__ = default_name
-    return fn
-
-
-argmax = _arg_fn(ArgMax, "ArgMax")
-argmin = _arg_fn(ArgMin, "ArgMin")
-
-_ = (TensorLike, reshape)
+_binary_operator("add", add, "add")
+_binary_operator("sub", subtract, "sub")
+_binary_operator("mul", multiply, "mul")
+_binary_operator("truediv", truediv, "truediv")
+_binary_operator("floordiv", floordiv, "floordiv")
+_binary_operator("pow", pow, "pow")
+_binary_operator("matmul", matmul, "matmul")
+_binary_operator("and", logical_and, "and")
+_binary_operator("or", logical_or, "or")
+_binary_operator("xor", logical_xor, "xor")
+override_operator("__lt__", lambda a, b: less(a, b))
+override_operator("__le__", lambda a, b: less_equal(a, b))
+override_operator("__gt__", lambda a, b: greater(a, b))
+override_operator("__ge__", lambda a, b: greater_equal(a, b))
+override_operator("__neg__", lambda a: negative(a))
+override_operator("__abs__", lambda a: abs(a))
+override_operator("__invert__", lambda a: logical_not(a))

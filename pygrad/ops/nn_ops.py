@@ -1,7 +1,9 @@
 """Softmax, log-softmax and the fused cross-entropies (tf.nn.*), with their gradients."""
 from pygrad import dtypes
+from pygrad.graph import build_error
 from pygrad.ops.array_ops import convert_to_tensor, expand_dims, reshape, stop_gradient
-from pygrad.ops.math_ops import FLOATS, _check_dtype, reduce_sum
+from pygrad.ops.math_ops import FLOATS, check_dtype
+from pygrad.ops.reduction_ops import reduce_sum
 from pygrad.ops import math_ops
 from pygrad.registry import OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape
@@ -12,7 +14,7 @@ def _axis_attrs(attrs, ins, outs):
 
 
 def _check_axis(x, axis):
-    _check_dtype(x, FLOATS, "logits")
+    check_dtype(x, FLOATS, "logits")
     n = x.shape.ndims
     if n is not None and (n == 0 or not -n <= axis < n):
         fail(f"axis {axis} is out of range for logits of shape {x.shape}")
@@ -115,7 +117,7 @@ SoftmaxCrossEntropyWithLogits = OpDef("SoftmaxCrossEntropyWithLogits", kernel="s
 
 @SoftmaxCrossEntropyWithLogits.shape
 def _(logits, labels):
-    _check_dtype(logits, FLOATS, "logits")
+    check_dtype(logits, FLOATS, "logits")
     if labels.dtype != logits.dtype:
         fail_dtype(f"labels must have the logits' dtype {logits.dtype.name}, got {labels.dtype.name}")
     if logits.shape.ndims not in (None, 2) or not logits.shape.is_compatible_with(labels.shape):
@@ -155,8 +157,8 @@ SparseSoftmaxCrossEntropyWithLogits = OpDef("SparseSoftmaxCrossEntropyWithLogits
 
 @SparseSoftmaxCrossEntropyWithLogits.shape
 def _(logits, labels):
-    _check_dtype(logits, FLOATS, "logits")
-    _check_dtype(labels, (dtypes.int32, dtypes.int64), "labels")
+    check_dtype(logits, FLOATS, "logits")
+    check_dtype(labels, (dtypes.int32, dtypes.int64), "labels")
     if logits.shape.ndims not in (None, 2) or labels.shape.ndims not in (None, 1) or \
             not logits.shape[:1].is_compatible_with(labels.shape):
         fail(f"logits must be [batch, classes] and labels [batch], got logits: {logits.shape} and "
@@ -173,16 +175,16 @@ def _(op, dloss, dbackprop):
     return [g, None]
 
 
-def _as_matrix(logits, labels, sparse):
+def _as_matrix(logits, labels, sparse, opdef, name):
     """Reshapes rank != 2 inputs to matrices; returns (logits, labels, restore(loss))."""
     n = logits.shape.ndims
     if n == 2 or n is None:
         return logits, labels, lambda loss: loss
     if n == 0:
-        raise ValueError(f"logits must have rank >= 1, got shape {logits.shape}")
+        raise opdef.error(f"logits must have rank >= 1, got shape {logits.shape}", name)
     dims = logits.shape.as_list()
     if any(d is None for d in dims[1:]):
-        raise ValueError(f"logits of rank {n} need known dimensions after the first, got {logits.shape}")
+        raise opdef.error(f"logits of rank {n} need known dimensions after the first, got {logits.shape}", name)
     flat_logits = reshape(logits, [-1, dims[-1]])
     flat_labels = reshape(labels, [-1] if sparse else [-1, dims[-1]])
     return flat_logits, flat_labels, lambda loss: reshape(loss, [-1 if d is None else d for d in dims[:-1]])
@@ -190,35 +192,40 @@ def _as_matrix(logits, labels, sparse):
 
 def softmax_cross_entropy_with_logits_v2(_sentinel=None, labels=None, logits=None, axis=-1, name=None, dim=None):
     """-sum(labels * log_softmax(logits)) per row; gradients flow to logits and labels."""
+    name = name or "SoftmaxCrossEntropyWithLogits"
     if _sentinel is not None:
-        raise ValueError("Only call softmax_cross_entropy_with_logits with named arguments (labels=..., logits=...)")
+        raise SoftmaxCrossEntropyWithLogits.error("Only call softmax_cross_entropy_with_logits with named arguments "
+                                                  "(labels=..., logits=...)", name)
     axis = dim if dim is not None else axis
     logits = convert_to_tensor(logits)
     labels = convert_to_tensor(labels, dtype=logits.dtype)
     if axis not in (-1, (logits.shape.ndims or 0) - 1):
-        raise ValueError("softmax_cross_entropy_with_logits supports the last axis only")
-    flat_logits, flat_labels, restore = _as_matrix(logits, labels, sparse=False)
-    loss, _ = SoftmaxCrossEntropyWithLogits(flat_logits, flat_labels, name=name or "SoftmaxCrossEntropyWithLogits")
+        raise SoftmaxCrossEntropyWithLogits.error(f"softmax_cross_entropy_with_logits supports the last axis only, "
+                                                  f"got axis {axis} for logits of shape {logits.shape}", name)
+    flat_logits, flat_labels, restore = _as_matrix(logits, labels, False, SoftmaxCrossEntropyWithLogits, name)
+    loss, _ = SoftmaxCrossEntropyWithLogits(flat_logits, flat_labels, name=name)
     return restore(loss)
 
 
 def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=-1, name=None, axis=None):
     """As _v2, but no gradient flows into labels (TF1's version)."""
     if _sentinel is not None:
-        raise ValueError("Only call softmax_cross_entropy_with_logits with named arguments (labels=..., logits=...)")
+        raise SoftmaxCrossEntropyWithLogits.error("Only call softmax_cross_entropy_with_logits with named arguments "
+                                                  "(labels=..., logits=...)", name)
     return softmax_cross_entropy_with_logits_v2(labels=stop_gradient(labels), logits=logits,
                                                 axis=dim if axis is None else axis, name=name)
 
 
 def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
     """Cross-entropy against integer class labels; labels outside [0, classes) raise at run time."""
+    name = name or "SparseSoftmaxCrossEntropyWithLogits"
     if _sentinel is not None:
-        raise ValueError("Only call sparse_softmax_cross_entropy_with_logits with named arguments")
+        raise SparseSoftmaxCrossEntropyWithLogits.error("Only call sparse_softmax_cross_entropy_with_logits with named "
+                                                        "arguments (labels=..., logits=...)", name)
     logits = convert_to_tensor(logits)
     labels = convert_to_tensor(labels)
-    flat_logits, flat_labels, restore = _as_matrix(logits, labels, sparse=True)
-    loss, _ = SparseSoftmaxCrossEntropyWithLogits(flat_logits, flat_labels,
-                                                  name=name or "SparseSoftmaxCrossEntropyWithLogits")
+    flat_logits, flat_labels, restore = _as_matrix(logits, labels, True, SparseSoftmaxCrossEntropyWithLogits, name)
+    loss, _ = SparseSoftmaxCrossEntropyWithLogits(flat_logits, flat_labels, name=name)
     return restore(loss)
 
 
@@ -238,18 +245,18 @@ def bias_add(value, bias, data_format=None, name=None):
     "NCHW" (any "NC..." format); bias must be a vector of that size."""
     value, bias = convert_to_tensor(value), convert_to_tensor(bias)
     if bias.shape.ndims not in (None, 1):
-        raise ValueError(f"BiasAdd: bias must be a vector, got shape {bias.shape}")
+        raise build_error("BiasAdd", name, f"bias must be a vector, got shape {bias.shape}")
     if value.shape.ndims is not None and value.shape.ndims < 2:
-        raise ValueError(f"BiasAdd: value must have rank >= 2, got shape {value.shape}")
+        raise build_error("BiasAdd", name, f"value must have rank >= 2, got shape {value.shape}")
     channels_first = data_format is not None and data_format.startswith("NC")
     if data_format not in (None, "NHWC", "N..C") and not channels_first:
-        raise ValueError(f"BiasAdd: unknown data_format {data_format!r} (expected NHWC or NCHW)")
+        raise build_error("BiasAdd", name, f"unknown data_format {data_format!r} (expected NHWC or NCHW)")
     if channels_first and value.shape.ndims is None:
-        raise ValueError(f"BiasAdd: data_format {data_format} needs value of known rank, got shape {value.shape}")
+        raise build_error("BiasAdd", name, f"data_format {data_format} needs value of known rank, got shape {value.shape}")
     channels = value.shape[1 if channels_first else -1].value if value.shape.ndims is not None else None
     if channels is not None and bias.shape.ndims == 1 and bias.shape[0].value not in (None, channels):
-        raise ValueError(f"BiasAdd: bias of shape {bias.shape} must have the size of dimension "
-                         f"{1 if channels_first else -1} of value {value.shape}")
+        raise build_error("BiasAdd", name, f"bias of shape {bias.shape} must have the size of dimension "
+                                            f"{1 if channels_first else -1} of value {value.shape}")
     if channels_first:
         bias = reshape(bias, [-1] + [1] * (value.shape.ndims - 2))
     return math_ops.add(value, bias, name=name or "BiasAdd")

@@ -6,12 +6,11 @@ and a graph built with the same graph- and op-level seeds draws the same sequenc
 """
 import secrets
 
-import numpy as np
 
 from pygrad import dtypes
-from pygrad.graph import Tensor, get_default_graph
-from pygrad.ops import math_ops
-from pygrad.ops.array_ops import convert_to_tensor
+from pygrad.graph import Tensor, build_error, get_default_graph
+from pygrad.ops import array_ops, math_ops
+from pygrad.ops.array_ops import constant_value, convert_to_tensor
 from pygrad.ops.state_ops import VariableV2
 from pygrad.registry import OpDef, Spec, fail
 from pygrad.shapes import TensorShape, as_shape
@@ -24,7 +23,7 @@ def get_seed(op_seed):
     graph has a seed; with neither, fresh random seeds."""
     graph = get_default_graph()
     if graph.seed is not None:
-        seeds = (graph.seed, op_seed if op_seed is not None else len(graph._ops))
+        seeds = (graph.seed, op_seed if op_seed is not None else graph.version)
     elif op_seed is not None:
         seeds = (DEFAULT_GRAPH_SEED, op_seed)
     else:
@@ -42,9 +41,9 @@ class _Counter:
         self.shape = TensorShape([])
         self.dtype = dtypes.int64
         self.seeded = seeded
-        self._variable = VariableV2(shape=self.shape, dtype=self.dtype, var_index=len(graph._variables), name=name)
+        self._variable = graph.add_stored_variable(self, lambda index: VariableV2(
+            shape=self.shape, dtype=self.dtype, var_index=index, name=name))
         self.op = self._variable.op
-        graph._variables.append(self)
 
     def session_start(self):
         """The counter's value in a new session: zero for a seeded op, so every session repeats its
@@ -55,8 +54,7 @@ class _Counter:
 
 def _random_op(type_name, distribution):
     d = OpDef(type_name, kernel="random_fwd", differentiable=False, ref_input=0, output_is_ref=False,
-              stateful=True)
-    d.ignores_input_values = {1}  # the optional second input only gives the shape
+              shape_only_inputs={1})  # the optional second input only gives the shape
 
     @d.shape
     def _(counter, *like, shape, dtype, seed, seed2):
@@ -83,11 +81,10 @@ def _draw(opdef, shape, dtype, seed):
     dtype = dtypes.as_dtype(dtype)
     if isinstance(shape, Tensor) and shape.op.type == "Shape":
         return opdef(counter, shape.op.inputs[0], shape=None, dtype=dtype, seed=seed1, seed2=seed2)
-    if isinstance(shape, Tensor) and shape.op.type == "Const":
-        shape = shape.op.attrs["value"].tolist()
-    shape = as_shape(shape)
+    value = constant_value(shape) if isinstance(shape, Tensor) else None
+    shape = as_shape(value.tolist() if value is not None else shape)
     if not shape.is_fully_defined():
-        raise ValueError(f"{opdef.type}: shape must be fully defined or tf.shape(t), got {shape}")
+        raise opdef.error(f"shape must be fully defined or tf.shape(t), got {shape}")
     return opdef(counter, shape=shape, dtype=dtype, seed=seed1, seed2=seed2)
 
 
@@ -120,29 +117,20 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=Non
 
 def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
     """x / keep_prob where a uniform draw keeps it (probability keep_prob), else 0 (TF1's tf.nn.dropout)."""
+    if keep_prob is None:
+        if rate is None:
+            raise build_error("dropout", name, "dropout needs keep_prob (or rate)")
+        keep_prob = 1 - rate
+    if isinstance(keep_prob, (int, float)) and not 0 < keep_prob <= 1:
+        raise build_error("dropout", name, f"keep_prob must be a scalar tensor or a float in the range (0, 1], got "
+                                           f"{keep_prob}")
     graph = get_default_graph()
     with graph.name_scope(name or "dropout"):
         x = convert_to_tensor(x)
-        if keep_prob is None:
-            if rate is None:
-                raise ValueError("dropout needs keep_prob (or rate)")
-            keep_prob = 1 - rate if not isinstance(rate, Tensor) else 1 - rate
-        if isinstance(keep_prob, (int, float)):
-            if not 0 < keep_prob <= 1:
-                raise ValueError(f"keep_prob must be a scalar tensor or a float in the range (0, 1], got {keep_prob}")
-            if keep_prob == 1:
-                return x
+        if isinstance(keep_prob, (int, float)) and keep_prob == 1:
+            return x
         keep_prob = convert_to_tensor(keep_prob, dtype=x.dtype)
         shape = noise_shape if noise_shape is not None else \
-            x.shape if x.shape.is_fully_defined() else _shape_of(x)
+            x.shape if x.shape.is_fully_defined() else array_ops.shape(x)
         keep = math_ops.floor(keep_prob + random_uniform(shape, dtype=x.dtype, seed=seed))
         return x / keep_prob * keep
-
-
-def _shape_of(x):
-    from pygrad.ops.array_ops import shape
-
-    return shape(x)
-
-
-_ = np

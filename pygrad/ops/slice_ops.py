@@ -6,9 +6,8 @@ import numbers
 
 import numpy as np
 
-from pygrad.graph import Tensor, TensorLike
-from pygrad.ops.array_ops import convert_to_tensor
-from pygrad.ops.manip_ops import _static_ints
+from pygrad.graph import Tensor, override_operator, unwrap
+from pygrad.ops.array_ops import convert_to_tensor, static_ints
 from pygrad.registry import OpDef, Spec, fail
 from pygrad.shapes import TensorShape
 
@@ -120,8 +119,7 @@ def _(op, dy):
 
 
 # dy written at the slice of zeros shaped like x (x gives the shape only); TF's StridedSliceGrad.
-StridedSliceGrad = OpDef("StridedSliceGrad", kernel="strided_slice_bwd")
-StridedSliceGrad.ignores_input_values = {1}
+StridedSliceGrad = OpDef("StridedSliceGrad", kernel="strided_slice_bwd", shape_only_inputs={1})
 
 
 @StridedSliceGrad.shape
@@ -147,9 +145,9 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
     new_axis_mask inserts a dimension of 1, shrink_axis_mask takes index begin[i] and drops the
     dimension."""
     x = convert_to_tensor(input_)
-    begin = _static_ints(begin, "begin", "StridedSlice").reshape(-1)
-    end = _static_ints(end, "end", "StridedSlice").reshape(-1)
-    strides = np.ones_like(begin) if strides is None else _static_ints(strides, "strides", "StridedSlice").reshape(-1)
+    begin = static_ints(begin, "begin", StridedSlice, name).reshape(-1)
+    end = static_ints(end, "end", StridedSlice, name).reshape(-1)
+    strides = np.ones_like(begin) if strides is None else static_ints(strides, "strides", StridedSlice, name).reshape(-1)
     return StridedSlice(x, begin=tuple(int(v) for v in begin), end=tuple(int(v) for v in end),
                         strides=tuple(int(v) for v in strides), begin_mask=int(begin_mask), end_mask=int(end_mask),
                         ellipsis_mask=int(ellipsis_mask), new_axis_mask=int(new_axis_mask),
@@ -166,15 +164,15 @@ def _index(v):
     """A slice bound or index as a Python int (None passes through)."""
     if v is None:
         return None
-    if isinstance(v, TensorLike) and not isinstance(v, Tensor):
-        v = v._as_graph_element()
+    v = unwrap(v)
     if isinstance(v, Tensor):
         if v.op.type != "Const" or v.shape.ndims != 0 or not v.dtype.is_integer:
-            raise TypeError(f"{_INDEX_HELP}, got {v!r}: pygrad needs slice bounds when the graph is built")
+            raise StridedSlice.error(f"{_INDEX_HELP}, got {v!r}: pygrad needs slice bounds when the graph is built",
+                                     "strided_slice", TypeError)
         v = v.op.attrs["value"]
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral, np.integer)) and not (
             isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.kind in "iu"):
-        raise TypeError(f"{_INDEX_HELP}, got {v!r}")
+        raise StridedSlice.error(f"{_INDEX_HELP}, got {v!r}", "strided_slice", TypeError)
     return int(v)
 
 
@@ -249,6 +247,9 @@ def _(op, dy):
 def slice(input_, begin, size, name=None):  # noqa: A001
     """The block of input_ starting at begin with the given size per dimension (-1: to the end)."""
     x = convert_to_tensor(input_)
-    begin = _static_ints(begin, "begin", "Slice").reshape(-1)
-    size = _static_ints(size, "size", "Slice").reshape(-1)
+    begin = static_ints(begin, "begin", Slice, name).reshape(-1)
+    size = static_ints(size, "size", Slice, name).reshape(-1)
     return Slice(x, begin=tuple(int(b) for b in begin), size=tuple(int(s) for s in size), name=name or "Slice")
+
+
+override_operator("__getitem__", slice_helper)

@@ -1,13 +1,13 @@
 """Variables and the ops that write them (assign, assign_add, assign_sub), no_op and group."""
 from pygrad import dtypes
-from pygrad.graph import GraphKeys, Operation, Tensor, TensorLike, get_default_graph
-from pygrad.ops.array_ops import convert_to_tensor
+from pygrad.graph import GraphKeys, Tensor, TensorLike, build_error, get_default_graph, session_for, unwrap
+from pygrad.ops.array_ops import cast, convert_to_tensor
 from pygrad.registry import NOOP, VARIABLE, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import as_shape
 
 # ---------------------------------------------------------------- the variable op
 
-VariableV2 = OpDef("VariableV2", lowering=VARIABLE, differentiable=False, stateful=True)
+VariableV2 = OpDef("VariableV2", lowering=VARIABLE, differentiable=False)
 
 
 @VariableV2.shape
@@ -27,7 +27,7 @@ def _check_write(ref, value):
 
 
 def _assign_op(type_name, mode, **kw):
-    d = OpDef(type_name, kernel="assign", differentiable=False, ref_input=0, stateful=True, **kw)
+    d = OpDef(type_name, kernel="assign", differentiable=False, ref_input=0, **kw)
     d.shape(_check_write)
     d.native_attrs(lambda attrs, ins, outs: {"op": mode})
     return d
@@ -39,24 +39,24 @@ AssignSub = _assign_op("AssignSub", "sub")
 
 
 def assign(ref, value, validate_shape=None, use_locking=None, name=None):
-    ref = _ref(ref)
+    ref = _ref(ref, Assign, name)
     return Assign(ref, convert_to_tensor(value, dtype=ref.dtype), name=name or "Assign")
 
 
 def assign_add(ref, value, use_locking=None, name=None):
-    ref = _ref(ref)
+    ref = _ref(ref, AssignAdd, name)
     return AssignAdd(ref, convert_to_tensor(value, dtype=ref.dtype), name=name or "AssignAdd")
 
 
 def assign_sub(ref, value, use_locking=None, name=None):
-    ref = _ref(ref)
+    ref = _ref(ref, AssignSub, name)
     return AssignSub(ref, convert_to_tensor(value, dtype=ref.dtype), name=name or "AssignSub")
 
 
-def _ref(v):
-    v = v._variable if isinstance(v, Variable) else v
+def _ref(v, opdef, name):
+    v = unwrap(v)
     if not isinstance(v, Tensor) or v.op.type != "VariableV2":
-        raise TypeError(f"assign ops write Variables; got {v!r}")
+        raise opdef.error(f"assign ops write Variables; got {v!r}", name, TypeError)
     return v
 
 
@@ -97,7 +97,7 @@ class Variable(TensorLike):
                  import_scope=None, constraint=None, use_resource=None, synchronization=None, aggregation=None,
                  shape=None):
         if initial_value is None:
-            raise ValueError("initial_value must be specified.")
+            raise build_error("VariableV2", name or "Variable", "initial_value must be specified.")
         graph = get_default_graph()
         # As TF's init_scope: the variable and its initializer ignore enclosing control_dependencies,
         # so initializing it never runs (or waits for) the ops the user made it depend on.
@@ -108,15 +108,12 @@ class Variable(TensorLike):
             self._initial_value = convert_to_tensor(initial_value, dtype=dtype, name="initial_value") \
                 if not isinstance(initial_value, TensorLike) else convert_to_tensor(initial_value)
             if dtype is not None and self._initial_value.dtype != dtypes.as_dtype(dtype):
-                from pygrad.ops.array_ops import cast
                 self._initial_value = cast(self._initial_value, dtype)
             var_shape = as_shape(shape) if shape is not None else self._initial_value.shape
             if not var_shape.is_fully_defined():
-                raise ValueError(f"initial_value must have a fully defined shape, got {var_shape} "
-                                 f"(variable '{scope[:-1]}')")
-            self._variable = VariableV2(shape=var_shape, dtype=self._initial_value.dtype,
-                                        var_index=len(graph._variables), name=scope)
-            graph._variables.append(self)
+                raise VariableV2.error(f"initial_value must have a fully defined shape, got {var_shape}", scope)
+            self._variable = graph.add_stored_variable(self, lambda index: VariableV2(
+                shape=var_shape, dtype=self._initial_value.dtype, var_index=index, name=scope))
             self._initializer_op = Assign(self._variable, self._initial_value, name="Assign").op
         self._trainable = trainable
         self.constraint = constraint
@@ -190,9 +187,7 @@ class Variable(TensorLike):
 
     def load(self, value, session=None):
         """Writes value into the variable in session without adding ops to the graph."""
-        from pygrad.session import _session_for
-
-        _session_for(self._variable, session)._write_variable(self, value)
+        session_for(self._variable, session).write_variable(self, value)
 
     def eval(self, session=None):
         return self._variable.eval(session=session)
@@ -232,4 +227,3 @@ initialize_all_variables = global_variables_initializer
 initialize_variables = variables_initializer
 all_variables = global_variables
 
-_ = Operation

@@ -1,21 +1,18 @@
 """Fused optimizer updates (TF's Apply* ops): each updates its variable and slots in place in one
 native pass; formulas in csrc/kernels/optim.cc. Hyperparameters are scalar tensors."""
-from pygrad.gradients import decomposed_grad
-from pygrad.ops import math_ops
-from pygrad.ops.math_ops import FLOATS, _check_dtype
+from pygrad.ops.math_ops import FLOATS, check_dtype
 from pygrad.registry import OpDef, Spec, fail, fail_dtype
-from pygrad.shapes import TensorShape
 
 
 def _apply_op(type_name, kernel, slots, scalars, grad_index):
     """An update of input 0 (the variable) with `slots` (indices of same-shape slot inputs),
     `scalars` (indices of scalar hyperparameters) and the gradient at grad_index."""
-    d = OpDef(type_name, kernel=kernel, differentiable=False, ref_input=0, stateful=True)
+    d = OpDef(type_name, kernel=kernel, differentiable=False, ref_input=0)
 
     @d.shape
     def _(var, *rest, **attrs):
         ins = (var,) + rest
-        _check_dtype(var, FLOATS, "var")
+        check_dtype(var, FLOATS, "var")
         for i, t in enumerate(ins):
             if t.dtype != var.dtype:
                 fail_dtype(f"input {i} has dtype {t.dtype.name}, the variable {var.dtype.name}")
@@ -43,36 +40,3 @@ ApplyRMSProp = _apply_op("ApplyRMSProp", "apply_rms_prop", (1, 2), (3, 4, 5, 6),
 ApplyCenteredRMSProp = _apply_op("ApplyCenteredRMSProp", "apply_rms_prop", (1, 2, 8), (3, 4, 5, 6), 7)
 # (var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad)
 ApplyAdam = _apply_op("ApplyAdam", "apply_adam", (1, 2), (3, 4, 5, 6, 7, 8), 9)
-
-
-# ---------------------------------------------------------------- global-norm clipping
-# (t_1..t_n, clip_norm[, use_norm]) -> (t_1 * s, ..., t_n * s, norm), s = clip_norm / max(norm, clip_norm),
-# norm = sqrt(sum ||t_i||^2) unless use_norm is given. One fused pass over the whole list.
-
-ClipByGlobalNorm = OpDef("ClipByGlobalNorm", kernel="clip_by_global_norm")
-
-
-@ClipByGlobalNorm.shape
-def _(*ins, n, has_use_norm):
-    ts = ins[:n]
-    for i, t in enumerate(ins):
-        _check_dtype(t, FLOATS, f"input {i}")
-        if t.dtype != ins[0].dtype:
-            fail_dtype(f"all inputs must share one dtype, got {ins[0].dtype.name} and {t.dtype.name}")
-    for i in range(n, len(ins)):
-        if ins[i].shape.ndims not in (None, 0):
-            fail(f"clip_norm and use_norm must be scalars, got shape {ins[i].shape}")
-    return [Spec(t.dtype, t.shape) for t in ts] + [Spec(ins[0].dtype, TensorShape([]))]
-
-
-ClipByGlobalNorm.native_attrs(lambda attrs, ins, outs: {"has_use_norm": attrs["has_use_norm"]})
-
-
-def _clip_composed(*ins, n, has_use_norm):
-    ts, clip = ins[:n], ins[n]
-    norm = ins[n + 1] if has_use_norm else math_ops.sqrt(math_ops.add_n([math_ops.reduce_sum(t * t) for t in ts]))
-    scale = clip * math_ops.minimum(1.0 / norm, 1.0 / clip)
-    return [t * scale for t in ts] + [norm]
-
-
-ClipByGlobalNorm.grad(decomposed_grad(_clip_composed))

@@ -2,7 +2,7 @@
 import contextlib
 
 from pygrad import dtypes
-from pygrad.graph import get_default_graph
+from pygrad.graph import GraphKeys, get_default_graph
 from pygrad.ops import init_ops
 from pygrad.ops.array_ops import convert_to_tensor
 from pygrad.ops.state_ops import Variable
@@ -163,8 +163,6 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                        name=full + "/", dtype=dtype)
     store[full] = var
     if regularizer is not None or scope.regularizer is not None:
-        from pygrad.graph import GraphKeys
-
         loss = (regularizer or scope.regularizer)(var)
         if loss is not None:
             graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)

@@ -1,7 +1,7 @@
 """Optimizer: compute_gradients / apply_gradients / minimize and slot variables, as TF1's
 tf.train.Optimizer. Subclasses give _create_slots and _apply_dense (one fused op per variable)."""
 from pygrad import gradients as _gradients
-from pygrad.graph import GraphKeys, Tensor, TensorLike, get_default_graph
+from pygrad.graph import GraphKeys, TensorLike, get_default_graph, unwrap
 from pygrad.ops import array_ops, state_ops
 
 
@@ -28,8 +28,7 @@ class Optimizer:
         None for a variable the loss does not depend on."""
         if callable(loss) and not isinstance(loss, TensorLike):
             loss = loss()
-        if isinstance(loss, TensorLike) and not isinstance(loss, Tensor):
-            loss = loss._as_graph_element()
+        loss = unwrap(loss)
         if var_list is None:
             var_list = loss.graph.get_collection(GraphKeys.TRAINABLE_VARIABLES)
         else:

@@ -1,6 +1,10 @@
 """The optimizers of tf.train, each one fused native update per variable (see ops/training_ops.py).
 Update rules, slot names and initial slot values are TensorFlow 1's."""
+import numpy as np
+
+from pygrad.graph import get_default_graph
 from pygrad.ops import state_ops, training_ops
+from pygrad.ops.array_ops import constant, ones
 from pygrad.train.optimizer import Optimizer
 
 
@@ -15,7 +19,7 @@ class GradientDescentOptimizer(Optimizer):
         self._lr = self._hyper(self._learning_rate, "learning_rate")
 
     def _apply_dense(self, grad, var):
-        return training_ops.ApplyGradientDescent(var._as_graph_element(), self._for(self._lr, var), grad,
+        return training_ops.ApplyGradientDescent(var.value(), self._for(self._lr, var), grad,
                                                  name="ApplyGradientDescent")
 
 
@@ -37,7 +41,7 @@ class MomentumOptimizer(Optimizer):
 
     def _apply_dense(self, grad, var):
         accum = self.get_slot(var, "momentum")
-        return training_ops.ApplyMomentum(var._as_graph_element(), accum._as_graph_element(),
+        return training_ops.ApplyMomentum(var.value(), accum.value(),
                                           self._for(self._lr, var), grad, self._for(self._mom, var),
                                           use_nesterov=self._use_nesterov, name="ApplyMomentum")
 
@@ -52,9 +56,6 @@ class AdagradOptimizer(Optimizer):
         self._learning_rate, self._initial = learning_rate, initial_accumulator_value
 
     def _create_slots(self, var_list):
-        from pygrad.ops.array_ops import constant
-        import numpy as np
-
         for v in var_list:
             self._slot(v, "accumulator", constant(np.full(v.shape.as_list(), self._initial, v.dtype.np)), self._name)
 
@@ -63,7 +64,7 @@ class AdagradOptimizer(Optimizer):
 
     def _apply_dense(self, grad, var):
         acc = self.get_slot(var, "accumulator")
-        return training_ops.ApplyAdagrad(var._as_graph_element(), acc._as_graph_element(), self._for(self._lr, var),
+        return training_ops.ApplyAdagrad(var.value(), acc.value(), self._for(self._lr, var),
                                          grad, name="ApplyAdagrad")
 
 
@@ -79,8 +80,6 @@ class RMSPropOptimizer(Optimizer):
         self._centered = centered
 
     def _create_slots(self, var_list):
-        from pygrad.ops.array_ops import ones
-
         for v in var_list:
             self._slot(v, "rms", ones(v.shape, v.dtype), self._name)
             if self._centered:
@@ -94,11 +93,11 @@ class RMSPropOptimizer(Optimizer):
         self._eps = self._hyper(self._epsilon, "epsilon")
 
     def _apply_dense(self, grad, var):
-        ins = [var._as_graph_element(), self.get_slot(var, "rms")._as_graph_element(),
-               self.get_slot(var, "momentum")._as_graph_element(), self._for(self._lr, var),
+        ins = [var.value(), self.get_slot(var, "rms").value(),
+               self.get_slot(var, "momentum").value(), self._for(self._lr, var),
                self._for(self._rho, var), self._for(self._mom, var), self._for(self._eps, var), grad]
         if self._centered:
-            return training_ops.ApplyCenteredRMSProp(*ins, self.get_slot(var, "mg")._as_graph_element(),
+            return training_ops.ApplyCenteredRMSProp(*ins, self.get_slot(var, "mg").value(),
                                                      name="ApplyCenteredRMSProp")
         return training_ops.ApplyRMSProp(*ins, name="ApplyRMSProp")
 
@@ -127,14 +126,12 @@ class AdamOptimizer(Optimizer):
 
     def _apply_dense(self, grad, var):
         return training_ops.ApplyAdam(
-            var._as_graph_element(), self.get_slot(var, "m")._as_graph_element(),
-            self.get_slot(var, "v")._as_graph_element(), self._for(self._beta1_power, var),
+            var.value(), self.get_slot(var, "m").value(),
+            self.get_slot(var, "v").value(), self._for(self._beta1_power, var),
             self._for(self._beta2_power, var), self._for(self._lr, var), self._for(self._b1, var),
             self._for(self._b2, var), self._for(self._eps, var), grad, name="ApplyAdam")
 
     def _finish(self, update_ops, name):
-        from pygrad.graph import get_default_graph
-
         with get_default_graph().control_dependencies(update_ops):
             update_b1 = state_ops.assign(self._beta1_power, self._beta1_power * self._b1)
             update_b2 = state_ops.assign(self._beta2_power, self._beta2_power * self._b2)

@@ -1,0 +1,33 @@
+"""A session's variables in native memory, numbered as the graph numbers them
+(Graph.stored_variables): the session writes and reads them, plans read and write them in place."""
+import numpy as np
+
+from pygrad import _C
+
+
+class VariableStore:
+    """The native store (_C.VarStore) of one session for one graph. An entry is created when a plan
+    or a write first needs it; hidden state (a random op's counter) starts at its session_start()."""
+
+    def __init__(self, graph):
+        self.native = _C.VarStore()
+        self._entries = graph.stored_variables  # the graph's list: it grows as variables are added
+
+    def id_of(self, var_op):
+        """The store id of a VariableV2 op."""
+        index = var_op.attrs["var_index"]
+        while len(self.native) <= index:
+            v = self._entries[len(self.native)]
+            i = self.native.add(v.op.name, v.dtype.code, v.shape.as_list())
+            if hasattr(v, "session_start"):
+                self.native.write(i, np.full(v.shape.as_list(), v.session_start(), v.dtype.np))
+        return index
+
+    def write(self, var, value):
+        """Writes value into var (a Variable), which is then initialized."""
+        value = np.asarray(value, dtype=var.dtype.np, order="C").reshape(var.shape.as_list())
+        self.native.write(self.id_of(var.op), value)
+
+    def entry_named(self, name):
+        """The Variable (or hidden state) whose op is named name, or None."""
+        return next((v for v in self._entries if v.op.name == name), None)
