@@ -199,6 +199,11 @@ class Graph:
 
     @contextlib.contextmanager
     def gradient_override_map(self, op_type_map):
+        """TF's override of gradient functions by names given to tf.RegisterGradient, which pygrad
+        does not have: an empty map is accepted, any other is refused rather than ignored."""
+        if op_type_map:
+            raise LookupError(f"gradient_override_map({dict(op_type_map)!r}): pygrad has no tf.RegisterGradient, so "
+                              f"no gradient function is registered under these names")
         yield
 
 

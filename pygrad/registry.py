@@ -35,7 +35,7 @@ NOOP = "noop"  # no step (groups, no_op)
 VALUE = "value"  # output computed in Python from concrete input shapes (shape, size, rank)
 CUSTOM = "custom"  # OpDef.lower(ctx, op) emits the steps
 
-
+# OpDef(shape_only_inputs=...) of an op with any number of inputs, all read for their shapes but the first.
 SHAPE_ONLY_AFTER_FIRST = range(1, 1 << 31)
 
 

@@ -6,6 +6,7 @@ from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph, sessi
 from pygrad.lowering import compile_run
 from pygrad.variable_store import VariableStore
 
+
 class _Fetches:
     """Flattens a fetch structure to graph elements and rebuilds the same structure from values."""
 

@@ -348,3 +348,12 @@ def test_comparison_operators_build_ops():
     assert isinstance(lt, tf.Tensor) and lt.dtype == tf.bool
     with tf.Session() as sess:
         np.testing.assert_array_equal(sess.run(lt, {x: [0., 1., 2.]}), [True, False, False])
+
+
+def test_gradient_override_map_refuses_what_it_cannot_honour():
+    g = tf.Graph()
+    with g.gradient_override_map({}):
+        pass
+    with pytest.raises(LookupError, match="RegisterGradient"):
+        with g.gradient_override_map({"Identity": "CustomGrad"}):
+            pass

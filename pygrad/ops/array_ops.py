@@ -89,7 +89,10 @@ def constant_value(value):
 def static_value(value, what, opdef, name=None):
     """constant_value(value) for an argument `what` that opdef's op needs when the graph is built,
     since pygrad plans static shapes; the output of any other op is refused."""
-    arr = constant_value(value)
+    try:
+        arr = constant_value(value)
+    except TypeError as e:
+        raise opdef.error(f"{what}: {e}", name, TypeError) from None
     if arr is None:
         t = unwrap(value)
         raise opdef.error(f"{what} must be known when the graph is built (a Python value or a constant), got the "
@@ -139,16 +142,19 @@ def _(*, value, dtype):
 def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
     """A constant tensor. Python floats become float32 and ints int32, as in TF. With `shape`, TF1's
     rule: a value with fewer elements fills the shape in order and repeats its last element."""
-    arr = numpy_value(value, dtype)
+    try:
+        arr = numpy_value(value, dtype)
+    except TypeError as e:
+        raise Const.error(str(e), name, TypeError) from None
     if shape is not None:
         shape = tuple(as_shape(shape).as_list())
         if verify_shape and arr.shape != shape:
-            raise TypeError(f"Expected Tensor's shape: {shape}, got {arr.shape}.")
+            raise Const.error(f"Expected Tensor's shape: {shape}, got {arr.shape}.", name, TypeError)
         size = int(np.prod(shape))
         if arr.size > size:
-            raise ValueError(f"Too many elements provided. Takes at most {size}, but got {arr.size}.")
+            raise Const.error(f"Too many elements provided. Takes at most {size}, but got {arr.size}.", name)
         if arr.size == 0 and size:
-            raise ValueError(f"Cannot fill shape {shape} from an empty value.")
+            raise Const.error(f"Cannot fill shape {shape} from an empty value.", name)
         flat = arr.reshape(-1)
         arr = np.concatenate([flat, np.repeat(flat[-1:], size - flat.size)]).reshape(shape) if size else \
             np.empty(shape, arr.dtype)
@@ -296,14 +302,12 @@ def _(op, dy):
 def reshape(tensor, shape, name=None):
     """tensor with a new shape; one dimension may be -1. shape: a list, or tf.shape(t) of a tensor t."""
     t = convert_to_tensor(tensor)
-    if isinstance(shape, Tensor):
-        if shape.op.type == "Shape":
-            return ReshapeLike(t, shape.op.inputs[0], name=name or "Reshape")
-        if shape.op.type == "Const":
-            shape = shape.op.attrs["value"]
-        else:
-            raise ValueError(f"Reshape: the target shape must be a list, a constant or tf.shape(t); "
-                             f"got the output of {shape.op.type} '{shape.op.name}'")
+    if isinstance(shape, Tensor) and shape.op.type == "Shape":
+        return ReshapeLike(t, shape.op.inputs[0], name=name or "Reshape")
+    if isinstance(shape, Tensor) and constant_value(shape) is None:
+        raise Reshape.error(f"the target shape must be a list, a constant or tf.shape(t); got the output of "
+                            f"{shape.op.type} '{shape.op.name}'", name)
+    shape = constant_value(shape) if isinstance(shape, Tensor) else shape
     target = [int(d) if d is not None else -1 for d in np.asarray(shape, dtype=object).reshape(-1)]
     return Reshape(t, shape=tuple(target), name=name or "Reshape")
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from pygrad import dtypes
 from pygrad.graph import Tensor, TensorLike
-from pygrad.ops.array_ops import (constant, convert_n_same_dtype, convert_to_tensor, identity, numpy_value, static_int,
+from pygrad.ops.array_ops import (constant, convert_n_same_dtype, convert_to_tensor, identity, static_int,
                                   static_ints, static_value, zeros_like)
 from pygrad.registry import CUSTOM, SHAPE_ONLY_AFTER_FIRST, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape
@@ -267,7 +267,7 @@ def stack(values, axis=0, name="stack"):
     values = list(values) if isinstance(values, (list, tuple)) else [values]
     axis = static_int(axis, "axis", Pack, name)
     if not any(isinstance(v, TensorLike) for v in values):
-        return constant(np.stack([numpy_value(v) for v in values], axis=axis), name=name)
+        return constant(np.stack([static_value(v, 'values', Pack, name) for v in values], axis=axis), name=name)
     return Pack(*convert_n_same_dtype(values, "Pack"), axis=axis, name=name)
 
 

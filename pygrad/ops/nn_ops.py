@@ -252,7 +252,8 @@ def bias_add(value, bias, data_format=None, name=None):
     if data_format not in (None, "NHWC", "N..C") and not channels_first:
         raise build_error("BiasAdd", name, f"unknown data_format {data_format!r} (expected NHWC or NCHW)")
     if channels_first and value.shape.ndims is None:
-        raise build_error("BiasAdd", name, f"data_format {data_format} needs value of known rank, got shape {value.shape}")
+        raise build_error("BiasAdd", name, f"data_format {data_format} needs value of known rank, got shape "
+                                           f"{value.shape}")
     channels = value.shape[1 if channels_first else -1].value if value.shape.ndims is not None else None
     if channels is not None and bias.shape.ndims == 1 and bias.shape[0].value not in (None, channels):
         raise build_error("BiasAdd", name, f"bias of shape {bias.shape} must have the size of dimension "

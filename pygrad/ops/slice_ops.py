@@ -147,7 +147,8 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
     x = convert_to_tensor(input_)
     begin = static_ints(begin, "begin", StridedSlice, name).reshape(-1)
     end = static_ints(end, "end", StridedSlice, name).reshape(-1)
-    strides = np.ones_like(begin) if strides is None else static_ints(strides, "strides", StridedSlice, name).reshape(-1)
+    strides = np.ones_like(begin) if strides is None else \
+        static_ints(strides, "strides", StridedSlice, name).reshape(-1)
     return StridedSlice(x, begin=tuple(int(v) for v in begin), end=tuple(int(v) for v in end),
                         strides=tuple(int(v) for v in strides), begin_mask=int(begin_mask), end_mask=int(end_mask),
                         ellipsis_mask=int(ellipsis_mask), new_axis_mask=int(new_axis_mask),

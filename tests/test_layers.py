@@ -1,0 +1,118 @@
+"""The layers of the pygrad package: every import, at module level or inside a function, points to
+the same layer or a lower one, and no modules import each other in a loop. The README's design
+section shows the same layers."""
+import ast
+import pathlib
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "pygrad"
+
+# Lowest first. A module may import modules of its own layer or of the layers before it.
+LAYERS = [
+    ("core", ["pygrad._C", "pygrad.dtypes", "pygrad.shapes", "pygrad.errors"]),
+    ("graph", ["pygrad.graph"]),
+    ("registry", ["pygrad.registry"]),
+    ("ops", ["pygrad.ops", "pygrad.ops.*"]),
+    ("gradients", ["pygrad.gradients"]),
+    ("lowering", ["pygrad.lowering", "pygrad.variable_store"]),
+    ("session", ["pygrad.session"]),
+    ("api", ["pygrad.train", "pygrad.train.*", "pygrad.nn", "pygrad.examples", "pygrad.examples.*"]),
+    ("surface", ["pygrad"]),
+]
+
+
+def _modules():
+    """{dotted module name: path} of every .py file of the package."""
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = ("pygrad",) + path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def layer_of(module):
+    for i, (_, patterns) in enumerate(LAYERS):
+        for p in patterns:
+            if module == p or p.endswith(".*") and module.startswith(p[:-1]):
+                return i
+    return None
+
+
+def _imported(module, path, node):
+    """The package modules an import statement of module names."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    else:
+        if node.level:
+            base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+            base = base[:len(base) - node.level + 1]
+            prefix = ".".join(base + ([node.module] if node.module else []))
+        else:
+            prefix = node.module or ""
+        names = [f"{prefix}.{a.name}" if f"{prefix}.{a.name}" in MODULES or a.name == "_C" else prefix
+                 for a in node.names]
+    return {n for n in names if n == "pygrad" or n.startswith("pygrad.")}
+
+
+def imports():
+    """[(importing module, imported module, line)] over the whole package."""
+    edges = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                edges += [(module, target, node.lineno) for target in _imported(module, path, node)
+                          if target != module]
+    return edges
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in MODULES if layer_of(m) is None] == []
+
+
+def test_imports_point_down():
+    upward = [f"{a} (layer {LAYERS[layer_of(a)][0]}) imports {b} (layer {LAYERS[layer_of(b)][0]}) at line {line}"
+              for a, b, line in imports() if layer_of(b) is not None and layer_of(b) > layer_of(a)]
+    assert upward == []
+
+
+def test_no_import_loop():
+    graph = {}
+    for a, b, _ in imports():
+        if a != "pygrad":  # the package face re-exports; its parts never import it
+            graph.setdefault(a, set()).add(b)
+
+    def reaches(start, goal):
+        seen, stack = set(), [start]
+        while stack:
+            m = stack.pop()
+            for n in graph.get(m, ()):
+                if n == goal:
+                    return True
+                if n not in seen:
+                    seen.add(n)
+                    stack.append(n)
+        return False
+
+    assert sorted(m for m in graph if reaches(m, m)) == []
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from pygrad.session import Session\n", "pygrad.session"),
+    ("def f():\n    from pygrad import lowering\n", "pygrad.lowering"),
+    ("from ..session import Session\n", "pygrad.session"),
+])
+def test_an_upward_import_is_found(tmp_path, source, expected):
+    """The walk sees module-level, function-local and relative imports (checked on a made-up
+    module of the ops layer)."""
+    path = PACKAGE / "ops" / "made_up.py"
+    tree = ast.parse(source)
+    found = {t for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+             for t in _imported("pygrad.ops.made_up", path, node)}
+    assert expected in found
+    assert layer_of(expected) > layer_of("pygrad.ops.made_up")
