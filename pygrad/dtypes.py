@@ -1,9 +1,14 @@
 """DType objects (tf.float32, ...) and their NumPy and native counterparts."""
 import builtins
+import os
 
 import numpy as np
 
 from pygrad import _C
+
+# This machine's memory: a tensor, or a run's buffers, larger than it fail with a MemoryError that
+# names the op when the graph or the plan is built, rather than when memory runs out.
+MEMORY_BYTES = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 class DType:
@@ -77,3 +82,19 @@ def as_dtype(value):
     if npd is not None and npd in _BY_NP:
         return _BY_NP[npd]
     raise TypeError(f"Cannot convert {value!r} to a pygrad DType (supported: float32, float64, int32, int64, bool)")
+
+
+def fits(arr, np_dtype):
+    """Whether every element of arr (a NumPy array) keeps its value as np_dtype: integers within
+    its range (floats must have integral values), and finite floats within a float type's range."""
+    target = np.dtype(np_dtype)
+    if arr.size == 0 or arr.dtype.kind == "b" or target.kind == "b":
+        return True
+    lo, hi = arr.min(), arr.max()
+    if target.kind == "f":
+        finite = np.finfo(target).max
+        return arr.dtype.kind != "f" or not bool(np.any(np.isfinite(arr) & (np.abs(arr) > finite)))
+    info = np.iinfo(target)
+    if arr.dtype.kind == "f":  # as a float, info.max rounds up to -info.min, which does not fit
+        return bool(lo >= info.min and hi < -float(info.min))
+    return int(lo) >= info.min and int(hi) <= info.max

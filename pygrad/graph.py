@@ -107,7 +107,8 @@ class Graph:
         op = self.get_operation_by_name(m.group(1))
         i = int(m.group(2))
         if i >= len(op.outputs):
-            raise KeyError(f"The name '{name}' refers to a Tensor which does not exist (op has {len(op.outputs)} outputs).")
+            raise KeyError(f"The name '{name}' refers to a Tensor which does not exist (op has {len(op.outputs)} "
+                           f"outputs).")
         return op.outputs[i]
 
     def as_graph_element(self, obj, allow_tensor=True, allow_operation=True):
@@ -320,7 +321,7 @@ class TensorLike:
 
 
 OPERATORS = frozenset(f"__{n}__" for n in (
-    "add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv pow rpow matmul rmatmul neg abs "
+    "add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv mod rmod pow rpow matmul rmatmul neg abs "
     "lt le gt ge and rand or ror xor rxor invert getitem").split())
 
 

@@ -16,6 +16,7 @@ import heapq
 import numpy as np
 
 from pygrad import _C, errors
+from pygrad.dtypes import MEMORY_BYTES
 from pygrad.graph import Operation, reachable
 from pygrad.registry import (ALIAS, CONST, CUSTOM, FEED, KERNEL, NOOP, VALUE, VARIABLE, DTypeRuleError, RuleError,
                              Spec)
@@ -24,12 +25,13 @@ from pygrad.shapes import TensorShape
 
 class CompiledRun:
     """A built plan and what Session.run needs to call it: for each element of the run, the index
-    of its fetched value (None for an op), and the op behind each step (to name it in errors)."""
+    of its fetched value (None for an op), the op behind each step and the largest temporary
+    buffer (to name them in errors)."""
 
-    __slots__ = ("plan", "fetch_index", "step_ops")
+    __slots__ = ("plan", "fetch_index", "step_ops", "largest_temp")
 
-    def __init__(self, plan, fetch_index, step_ops):
-        self.plan, self.fetch_index, self.step_ops = plan, fetch_index, step_ops
+    def __init__(self, plan, fetch_index, step_ops, largest_temp):
+        self.plan, self.fetch_index, self.step_ops, self.largest_temp = plan, fetch_index, step_ops, largest_temp
 
 
 def compile_run(elements, feed_tensors, feed_shapes, store):
@@ -50,8 +52,20 @@ def compile_run(elements, feed_tensors, feed_shapes, store):
     program = lower(schedule(value_ops, fed), specs, values, fed, store)
     fetches = [program.operand(t) for t in fetch_tensors]
     plan_buffers, where = assign_buffers([program.buffer_of[t] for t in fed], program.steps, fetches)
+    largest = max((b for b in where if b.kind == "temp"), key=lambda b: b.nbytes, default=None)
+    total = sum(nbytes for kind, nbytes in plan_buffers if kind == "temp")
+    if total > MEMORY_BYTES:
+        raise MemoryError(out_of_memory(total, largest))
     plan = emit(plan_buffers, where, program.steps, fetches, store)
-    return CompiledRun(plan, fetch_index, [st.op for st in program.steps])
+    return CompiledRun(plan, fetch_index, [st.op for st in program.steps], largest)
+
+
+def out_of_memory(total, largest):
+    """The message of a run whose buffers of total bytes cannot be had, naming the largest one's op."""
+    what = f"the run's intermediate buffers need {total} bytes (this machine has {MEMORY_BYTES})"
+    if largest is None:
+        return what
+    return largest.payload.error(f"{what}; the largest, {largest.nbytes} bytes, is this op's output")
 
 
 # ---------------------------------------------------------------- prune
@@ -163,7 +177,7 @@ def _topo(ops, succ, extra):
 
 class Buffer:
     """A logical buffer: a feed (payload: its Spec), a constant (payload: the array), a variable
-    (payload: its store id) or a temporary of nbytes."""
+    (payload: its store id) or a temporary of nbytes (payload: the op whose output it is)."""
 
     __slots__ = ("kind", "payload", "nbytes")
 
@@ -226,7 +240,11 @@ class OpContext:
         """A new temporary for output i of the op."""
         t = self.op.outputs[i]
         s = self.program.specs[t]
-        b = Buffer("temp", nbytes=s.shape.num_elements() * s.dtype.size)
+        nbytes = s.shape.num_elements() * s.dtype.size
+        if nbytes > MEMORY_BYTES:
+            raise MemoryError(self.op.error(f"output {i} of shape {s.shape} ({s.dtype.name}) needs {nbytes} bytes, "
+                                            f"more than the {MEMORY_BYTES} bytes of this machine's memory"))
+        b = Buffer("temp", self.op, nbytes)
         self.program.buffer_of[t] = b
         return Operand(b, s.dtype.code, s.shape.dims)
 

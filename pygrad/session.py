@@ -1,9 +1,9 @@
 """Session: runs fetches of a graph on a native plan built once per run signature."""
 import numpy as np
 
-from pygrad import _C, errors
+from pygrad import _C, dtypes, errors
 from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph, session_stack
-from pygrad.lowering import compile_run
+from pygrad.lowering import compile_run, out_of_memory
 from pygrad.variable_store import VariableStore
 
 
@@ -117,6 +117,8 @@ class BaseSession:
             outs = compiled.plan.run(arrays)
         except _C.UninitializedError as e:
             raise self._uninitialized(str(e)) from None
+        except MemoryError:
+            raise MemoryError(out_of_memory(compiled.plan.arena_bytes, compiled.largest_temp)) from None
         except _C.StepError as e:
             op = compiled.step_ops[e.step]
             raise errors.InvalidArgumentError(None, op, op.error(str(e))) from None
@@ -162,15 +164,22 @@ class BaseSession:
             raise TypeError(errors.op_message(
                 t.op.type, t.op.name, f"cannot feed a value of dtype {arr.dtype} to a tensor of dtype "
                                       f"{t.dtype.name}", t.op.site))
+        if arr.dtype != want and not dtypes.fits(arr, want):
+            shown = value if np.size(value) <= 8 else f"with values in [{arr.min()}, {arr.max()}]"
+            larger = "int64" if want.kind in "iu" else "float64"
+            raise TypeError(errors.op_message(
+                t.op.type, t.op.name, f"Type of feed value {shown} with type {type(value)} is not compatible with "
+                                      f"Tensor type {t.dtype.name}: it does not fit. Try explicitly setting the type "
+                                      f"of the feed tensor to a larger type (e.g. {larger}).", t.op.site))
         return np.asarray(arr, dtype=want, order="C")
 
     def _compile(self, elements, feed_tensors, arrays):
         for t, a in zip(feed_tensors, arrays):
             if not t.shape.is_compatible_with(a.shape):
                 shape = tuple(a.shape)
-                raise errors.InvalidArgumentError(
-                    None, t.op, f"Cannot feed value of shape {shape} for Tensor '{t.name}', which has shape "
-                                f"'{t.shape}'\n  {t.op.type.lower()} defined at {t.op.site}")
+                raise ValueError(errors.op_message(
+                    t.op.type, t.op.name, f"Cannot feed value of shape {shape} for Tensor '{t.name}', which has "
+                                          f"shape '{t.shape}'", t.op.site))
         compiled = compile_run(elements, feed_tensors, [a.shape for a in arrays], self._store)
         if len(self._plans) >= 256:  # a graph that keeps growing: keep the cache bounded
             self._plans.pop(next(iter(self._plans)))

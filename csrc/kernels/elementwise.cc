@@ -45,8 +45,9 @@ template <class T> bool is_nan(T x) {
   else return false;
 }
 
-// Python/TF floor division for integers: the quotient rounded toward -inf. Division by zero gives
-// 0 and MIN / -1 wraps to MIN, so no input can trap.
+// Python/TF floor division for integers: the quotient rounded toward -inf. A run refuses integer
+// division by zero before it starts (refusal below); here it gives 0 and MIN / -1 wraps to MIN, so
+// no input can trap.
 template <class T> T floor_div(T a, T b) {
   if (b == 0) return 0;
   if (b == -1) return wrap_neg(a);
@@ -55,8 +56,20 @@ template <class T> T floor_div(T a, T b) {
   return q;
 }
 
-// base**exp for integers by repeated squaring, wrapping on overflow. A negative exponent gives 0,
-// except for the bases 1 and -1.
+// The remainder of floor division, with the divisor's sign (Python's and TF's FloorMod).
+template <class T> T floor_mod(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    T r = std::fmod(a, b);
+    return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+  } else {
+    if (b == 0 || b == -1) return 0;
+    T r = a % b;
+    return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+  }
+}
+
+// base**exp for integers by repeated squaring, wrapping on overflow. A run refuses negative
+// exponents before it starts (refusal below); here they give 0, except for the bases 1 and -1.
 template <class T> T int_pow(T base, T exp) {
   if (exp < 0) return base == 1 ? T(1) : base == -1 ? T(exp % 2 == 0 ? 1 : -1) : T(0);
   Unsigned<T> result = 1, b = Unsigned<T>(base);
@@ -256,6 +269,10 @@ struct FloorDiv {
     else return floor_div(a, b);
   }
 };
+struct FloorMod {
+  static constexpr Domain domain = Domain::number;
+  template <class T> T operator()(T a, T b) const { return floor_mod(a, b); }
+};
 struct Pow {
   static constexpr Domain domain = Domain::number;
   template <class T> T operator()(T a, T b) const {
@@ -307,6 +324,23 @@ struct First {  // broadcast_to without scaling
   template <class T> T operator()(T a, T) const { return a; }
 };
 
+// TF refuses some integer operands with InvalidArgumentError: a zero divisor, a negative exponent.
+// The message for the first such element of b, or null; checked before anything is written.
+template <class Op, class T> const char* integer_refusal(ConstView<T> b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    constexpr bool divides = std::is_same_v<Op, Div> || std::is_same_v<Op, FloorDiv> || std::is_same_v<Op, FloorMod>;
+    const int64_t n = b.size();
+    if constexpr (divides) {
+      for (int64_t i = 0; i < n; ++i)
+        if (b.data[i] == 0) return "Integer division by zero";
+    } else if constexpr (std::is_same_v<Op, Pow>) {
+      for (int64_t i = 0; i < n; ++i)
+        if (b.data[i] < 0) return "Integers to negative integer powers are not allowed";
+    }
+  }
+  return nullptr;
+}
+
 template <class F> Step visit_binary_op(const std::string& op, const char* name, F&& fn) {
   if (op == "add") return fn(Add{});
   if (op == "sub") return fn(Sub{});
@@ -315,6 +349,7 @@ template <class F> Step visit_binary_op(const std::string& op, const char* name,
   if (op == "minimum") return fn(Minimum{});
   if (op == "div") return fn(Div{});
   if (op == "floordiv") return fn(FloorDiv{});
+  if (op == "floormod") return fn(FloorMod{});
   if (op == "pow") return fn(Pow{});
   if (op == "squared_difference") return fn(SquaredDifference{});
   if (op == "equal") return fn(Equal{});
@@ -566,7 +601,9 @@ Step build_binary_fwd(const KernelCall& c) {
       PG_CHECK(out.shape == expected, nm, "output shape must be the broadcast shape %s of %s and %s, got %s",
                expected.str().c_str(), a.shape.str().c_str(), b.shape.str().c_str(), out.shape.str().c_str());
       const Broadcast plan = plan_broadcast(a.shape, b.shape, out.shape);
-      return [a, b, out, plan](Frame& f) {
+      return [a, b, out, plan, name](Frame& f) {
+        const char* refused = integer_refusal<Op>(cview<T>(f, b));
+        if (refused) throw ShapeError(format_error(name.c_str(), "%s", refused));
         binary_fwd(cview<T>(f, a), cview<T>(f, b), view<R>(f, out), plan, Op{});
       };
     });

@@ -12,31 +12,55 @@ from pygrad.shapes import TensorShape, as_shape
 
 
 def numpy_value(value, dtype=None):
-    """value as a NumPy array of a supported dtype, with TF's defaults for Python numbers."""
-    if dtype is not None:
-        dtype = dtypes.as_dtype(dtype)
-        arr = np.asarray(value)
-        if arr.dtype.kind == "O":
-            raise TypeError(f"Cannot convert {value!r} to a {dtype.name} tensor")
-        if dtype.is_integer and arr.dtype.kind == "f" and not np.all(np.mod(arr, 1) == 0):
-            raise TypeError(f"Expected {dtype.name}, got {value!r} of type '{type(value).__name__}' instead.")
-        if dtype.is_bool and arr.dtype.kind != "b":
-            raise TypeError(f"Expected bool, got {value!r} of type '{type(value).__name__}' instead.")
-        return np.asarray(arr, dtype=dtype.np, order="C")
+    """value as a NumPy array of a supported dtype, with TF's defaults for Python numbers: ints are
+    int32 when every one fits, else int64; floats are float32. An integer that does not fit the
+    dtype it is converted to is refused, never wrapped (TypeError or ValueError; the caller names
+    the op)."""
     is_numpy = isinstance(value, (np.ndarray, np.generic))
     arr = np.asarray(value)
     kind = arr.dtype.kind
+    if kind == "O" and _all_python_ints(value):
+        raise ValueError(f"{value!r} does not fit int64 (range [{-2**63}, {2**63 - 1}]), pygrad's widest integer")
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+        if kind == "O":
+            raise TypeError(f"Cannot convert {value!r} to a {dtype.name} tensor")
+        if dtype.is_integer and kind == "f" and not np.all(np.mod(arr, 1) == 0):
+            raise TypeError(f"Expected {dtype.name}, got {value!r} of type '{type(value).__name__}' instead.")
+        if dtype.is_bool and kind != "b":
+            raise TypeError(f"Expected bool, got {value!r} of type '{type(value).__name__}' instead.")
+        if dtype.is_integer and kind in "iuf":
+            _check_fits(arr, dtype.np, value)
+        return np.asarray(arr, dtype=dtype.np, order="C")
     if kind == "b":
         return np.asarray(arr, order="C")
     if kind in "iu":
         if is_numpy and arr.dtype in (np.int32, np.int64):
             return np.asarray(arr, order="C")
-        return np.asarray(arr, dtype=np.int32 if not is_numpy or arr.dtype.itemsize < 8 else np.int64, order="C")
+        # TF's rule for Python ints: int32 when every one fits, else int64. NumPy ints narrower than
+        # 32 bits become int32, the others (uint32, uint64) int64.
+        narrow = (not is_numpy and dtypes.fits(arr, np.int32)) or (is_numpy and arr.dtype.itemsize < 4)
+        target = np.int32 if narrow else np.int64
+        _check_fits(arr, target, value)
+        return np.asarray(arr, dtype=target, order="C")
     if kind == "f":
         if is_numpy and arr.dtype == np.float64:
             return np.asarray(arr, order="C")
         return np.asarray(arr, dtype=np.float32, order="C")
     raise TypeError(f"Cannot convert {value!r} (dtype {arr.dtype}) to a tensor")
+
+
+def _all_python_ints(value):
+    if isinstance(value, (list, tuple)):
+        return all(_all_python_ints(v) for v in value)
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_fits(arr, np_dtype, value):
+    if not dtypes.fits(arr, np_dtype):
+        info = np.iinfo(np_dtype)
+        shown = repr(value) if np.size(value) <= 8 else f"an array with values in [{arr.min()}, {arr.max()}]"
+        raise ValueError(f"{shown} does not fit {info.dtype.name} (range [{info.min}, {info.max}])")
 
 
 def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_hint=None):
@@ -164,16 +188,28 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
 
 
 def zeros(shape, dtype=dtypes.float32, name=None):
-    return constant(np.zeros(as_shape(shape).as_list(), dtypes.as_dtype(dtype).np), name=name or "zeros")
+    return _filled(shape, 0, dtypes.as_dtype(dtype).np, name or "zeros")
 
 
 def ones(shape, dtype=dtypes.float32, name=None):
-    return constant(np.ones(as_shape(shape).as_list(), dtypes.as_dtype(dtype).np), name=name or "ones")
+    return _filled(shape, 1, dtypes.as_dtype(dtype).np, name or "ones")
 
 
 def fill(dims, value, name=None):
     v = numpy_value(value)
-    return constant(np.full(as_shape(dims).as_list(), v, v.dtype), name=name or "Fill")
+    return _filled(dims, v, v.dtype, name or "Fill")
+
+
+def _filled(dims, value, np_dtype, name):
+    """A constant of shape dims (sizes of at least 0) filled with value."""
+    shape = as_shape(dims)
+    if not shape.is_fully_defined():
+        raise Const.error(f"shape {dims!r} must be fully defined, with sizes of at least 0", name)
+    nbytes = shape.num_elements() * np.dtype(np_dtype).itemsize
+    if nbytes > dtypes.MEMORY_BYTES:
+        raise Const.error(f"shape {shape} ({np.dtype(np_dtype).name}) needs {nbytes} bytes, more than the "
+                          f"{dtypes.MEMORY_BYTES} bytes of this machine's memory", name, MemoryError)
+    return constant(np.full(shape.as_list(), value, np_dtype), name=name)
 
 
 # ---------------------------------------------------------------- filled like another tensor

@@ -165,6 +165,9 @@ Mul = _binary("Mul", "mul", NUMBERS, lambda op, dy: [dy * op.inputs[1], op.input
 RealDiv = _binary("RealDiv", "div", FLOATS, lambda op, dy: [
     dy / op.inputs[1], dy * (-op.inputs[0] / op.inputs[1]) / op.inputs[1]])
 FloorDiv = _binary("FloorDiv", "floordiv", NUMBERS)
+# x - floor(x / y) * y, with y's sign (TF's FloorMod and its gradient).
+FloorMod = _binary("FloorMod", "floormod", NUMBERS, lambda op, dy: [
+    dy, dy * negative(floordiv(op.inputs[0], op.inputs[1]))])
 Pow = _binary("Pow", "pow", NUMBERS, _pow_grad)  # ints: the gradient driver skips them
 Maximum = _binary("Maximum", "maximum", NUMBERS, _max_min_grad(lambda x, y: greater_equal(x, y)))
 Minimum = _binary("Minimum", "minimum", NUMBERS, _max_min_grad(lambda x, y: less_equal(x, y)))
@@ -194,6 +197,8 @@ add = _binary_fn(Add, "Add")
 subtract = _binary_fn(Sub, "Sub")
 multiply = _binary_fn(Mul, "Mul")
 floordiv = _binary_fn(FloorDiv, "FloorDiv")
+floormod = _binary_fn(FloorMod, "FloorMod")
+mod = floormod
 maximum = _binary_fn(Maximum, "Maximum")
 minimum = _binary_fn(Minimum, "Minimum")
 squared_difference = _binary_fn(SquaredDifference, "SquaredDifference")
@@ -226,7 +231,7 @@ def div(x, y, name=None):
     """TF1 tf.div: true division for floats, floor division for integers."""
     x, y = convert_n_same_dtype([x, y], "Div")
     if x.dtype.is_integer:
-        return floordiv(x, y, name=name)
+        return floordiv(x, y, name=name or "div")
     return _real_div(x, y, name=name or "div")
 
 
@@ -344,6 +349,7 @@ _binary_operator("sub", subtract, "sub")
 _binary_operator("mul", multiply, "mul")
 _binary_operator("truediv", truediv, "truediv")
 _binary_operator("floordiv", floordiv, "floordiv")
+_binary_operator("mod", floormod, "mod")
 _binary_operator("pow", pow, "pow")
 _binary_operator("matmul", matmul, "matmul")
 _binary_operator("and", logical_and, "and")
