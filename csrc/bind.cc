@@ -171,6 +171,7 @@ PYBIND11_MODULE(_C, m) {
   py::dict dtypes;
   for (DType dt : kAllDTypes) dtypes[dtype_name(dt)] = int(dt);
   m.attr("dtypes") = dtypes;
+  m.attr("max_rank") = kMaxDims;
   m.def("kernel_names", &kernel_names, "Every kernel in kernels.def, in order.");
   m.def("set_num_threads", &set_num_threads, py::arg("n"), "Threads for OpenMP loops and the BLAS together.");
   m.def("get_num_threads", &get_num_threads);

@@ -18,8 +18,8 @@ import numpy as np
 from pygrad import _C, errors
 from pygrad.dtypes import MEMORY_BYTES
 from pygrad.graph import Operation, reachable
-from pygrad.registry import (ALIAS, CONST, CUSTOM, FEED, KERNEL, NOOP, VALUE, VARIABLE, DTypeRuleError, RuleError,
-                             Spec)
+from pygrad.registry import (ALIAS, CONST, CUSTOM, FEED, KERNEL, MAX_RANK, NOOP, VALUE, VARIABLE, DTypeRuleError,
+                             RuleError, Spec)
 from pygrad.shapes import TensorShape
 
 
@@ -114,6 +114,9 @@ def infer_shapes(ops, fed):
             shape = s.shape if isinstance(s.shape, TensorShape) else TensorShape(s.shape)
             if not shape.is_fully_defined():
                 raise errors.InvalidArgumentError(None, op, op.error(f"output shape {shape} is not known at run time"))
+            if shape.ndims > MAX_RANK:
+                raise errors.InvalidArgumentError(None, op, op.error(
+                    f"output shape {shape} has rank {shape.ndims}, above {MAX_RANK}, the most pygrad supports"))
             if t not in fed:
                 specs[t] = Spec(s.dtype, shape)
     return specs, values

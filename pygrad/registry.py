@@ -35,6 +35,9 @@ NOOP = "noop"  # no step (groups, no_op)
 VALUE = "value"  # output computed in Python from concrete input shapes (shape, size, rank)
 CUSTOM = "custom"  # OpDef.lower(ctx, op) emits the steps
 
+# The highest rank the native kernels take (csrc/pg/view.h).
+MAX_RANK = _C.max_rank
+
 # OpDef(shape_only_inputs=...) of an op with any number of inputs, all read for their shapes but the first.
 SHAPE_ONLY_AFTER_FIRST = range(1, 1 << 31)
 
@@ -117,9 +120,13 @@ class OpDef:
             raise ValueError(errors.op_message(self.type, name, str(e), site)) from None
         except DTypeRuleError as e:
             raise TypeError(errors.op_message(self.type, name, str(e), site)) from None
-        if isinstance(specs, Spec):
-            return [specs]
-        return list(specs)
+        specs = [specs] if isinstance(specs, Spec) else list(specs)
+        for i, s in enumerate(specs):
+            rank = s.shape.ndims if isinstance(s.shape, TensorShape) else len(s.shape)
+            if rank is not None and rank > MAX_RANK:
+                raise ValueError(errors.op_message(self.type, name, f"output {i} of shape {TensorShape(s.shape)} has "
+                                                   f"rank {rank}, above {MAX_RANK}, the most pygrad supports", site))
+        return specs
 
     def __call__(self, *inputs, name=None, **attrs):
         """Adds an op of this type to the inputs' graph; returns its output(s), or the op if none."""

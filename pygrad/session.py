@@ -4,6 +4,7 @@ import numpy as np
 from pygrad import _C, dtypes, errors
 from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph, session_stack
 from pygrad.lowering import compile_run, out_of_memory
+from pygrad.registry import MAX_RANK
 from pygrad.variable_store import VariableStore
 
 
@@ -137,7 +138,7 @@ class BaseSession:
         for key, value in feed_dict.items():
             t = key if type(key) is Tensor and key.graph is self.graph else self._feed_key(key)
             want = t.dtype.np
-            if type(value) is np.ndarray and value.dtype == want and value.flags.c_contiguous:
+            if type(value) is np.ndarray and value.dtype == want and value.flags.c_contiguous and value.flags.aligned:
                 arr = value
             else:
                 arr = self._convert_feed(t, value)
@@ -171,10 +172,14 @@ class BaseSession:
                 t.op.type, t.op.name, f"Type of feed value {shown} with type {type(value)} is not compatible with "
                                       f"Tensor type {t.dtype.name}: it does not fit. Try explicitly setting the type "
                                       f"of the feed tensor to a larger type (e.g. {larger}).", t.op.site))
-        return np.asarray(arr, dtype=want, order="C")
+        return np.require(arr, want, ["C_CONTIGUOUS", "ALIGNED"])  # copies only where needed
 
     def _compile(self, elements, feed_tensors, arrays):
         for t, a in zip(feed_tensors, arrays):
+            if a.ndim > MAX_RANK:
+                raise ValueError(errors.op_message(t.op.type, t.op.name, f"Cannot feed value of shape {a.shape}: "
+                                                   f"rank {a.ndim} is above {MAX_RANK}, the most pygrad supports",
+                                                   t.op.site))
             if not t.shape.is_compatible_with(a.shape):
                 shape = tuple(a.shape)
                 raise ValueError(errors.op_message(
