@@ -1,4 +1,4 @@
-// 2-D convolution, NHWC, as im2col plus BLAS gemm (scipy-openblas32 cblas, symbols prefixed scipy_).
+// 2-D convolution, NHWC, as im2col plus BLAS gemm (pg/gemm.h).
 //
 // Layouts, all contiguous row-major: input x [N, H, W, C], filter w [KH, KW, C, O] (HWIO), output
 // y [N, OH, OW, O]. Output position (oh, ow) reads the window whose top-left input position is
@@ -13,7 +13,7 @@
 // The batch is processed in chunks of whole images whose patch matrix fits 1 MB (or one image, if
 // larger), held in a thread-local, grow-only scratch buffer. With one thread, or few chunks, the
 // chunks run in order, im2col in parallel over image rows, the sum back (col2im) in parallel over
-// images, and the gemm in parallel inside the BLAS; with several threads and enough chunks, the
+// images, and the gemm split over the threads (pg/gemm.h); with several threads and enough chunks, the
 // threads share the chunks instead (see Chunking). The split depends on the shapes and the thread
 // count alone, so for a given thread count results are deterministic; across thread counts they
 // agree to rounding. When the patch matrix is the input itself (1x1 filter, stride 1, no padding;
@@ -21,10 +21,10 @@
 // scratch: one gemm over the whole batch.
 //
 // Aliasing: no output may share memory with an input.
-#include <cblas.h>
 
 #include <algorithm>
 
+#include "pg/gemm.h"
 #include "pg/parallel.h"
 #include "pg/scratch.h"
 #include "runtime/kernel.h"
@@ -34,17 +34,6 @@ namespace {
 
 constexpr int64_t kScratchBytes = int64_t{1} << 20;  // patch matrix budget per chunk (at least one image)
 constexpr int64_t kGrain = 16384;                    // elements per parallel chunk of im2col / col2im
-
-inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-                 int64_t ldb, float beta, float* c) {
-  scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
-                    int(k), 1.0f, a, int(lda), b, int(ldb), beta, c, int(n));
-}
-inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
-                 int64_t ldb, double beta, double* c) {
-  scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
-                    int(k), 1.0, a, int(lda), b, int(ldb), beta, c, int(n));
-}
 
 struct ConvGeom {
   int64_t n, h, w, c;    // input
@@ -118,8 +107,8 @@ template <class T> void col2im(const T* dcols, const ConvGeom& g, int64_t first_
 // How the batch is split: chunks of `per` images. With several threads and at least two chunks per
 // thread, the threads share the chunks (worker w takes a contiguous run of them), each worker
 // calling a one-thread BLAS and running its loops serially; otherwise (workers == 1) the chunks
-// run one after another, each parallel inside (im2col, col2im, and the BLAS's own threads). Small
-// per-chunk gemms scale poorly inside the BLAS, so sharing chunks is the better split when there
+// run one after another, each parallel inside (im2col, col2im, and the gemm's blocks). Small
+// per-chunk gemms scale poorly when split, so sharing chunks is the better split when there
 // are enough of them. Either way the split depends on the shapes and the thread count only.
 struct Chunking {
   int64_t per, count, workers;
@@ -141,13 +130,10 @@ template <class F> void for_each_chunk(const Chunking& ch, int64_t n, F body) {
     run(0);
     return;
   }
-  // Each worker's gemms run on that worker's thread alone. The BLAS has one global thread count, so
-  // BLAS calls from other threads of the process also run on one thread until this returns.
-  scipy_openblas_set_num_threads(1);
+  // Each worker's gemms run on the thread that runs the worker, as one BLAS call each.
   parallel_for(ch.workers, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t w = lo; w < hi; ++w) run(w);
   });
-  scipy_openblas_set_num_threads(get_num_threads());
 }
 
 // The patch matrix of images [n0, n0 + nc) into cols; in parallel over image rows when `parallel`.

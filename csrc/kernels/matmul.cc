@@ -1,20 +1,8 @@
-// Matrix products through the BLAS (scipy-openblas32 cblas, symbols prefixed scipy_).
-#include <cblas.h>
-
+// Matrix products (pg/gemm.h: the BLAS, split over pygrad's threads).
+#include "pg/gemm.h"
 #include "runtime/kernel.h"
 
 namespace pg {
-
-namespace {
-inline void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c) {
-  scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a,
-                    lda, b, ldb, 0.0f, c, n);
-}
-inline void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c) {
-  scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a,
-                    lda, b, ldb, 0.0, c, n);
-}
-}  // namespace
 
 // c = op(a) @ op(b), op = transpose when the flag is set. a: [m, k] (or [k, m] transposed),
 // b: [k, n] (or [n, k]), c: [m, n], all row-major. c must not alias a or b.
@@ -27,7 +15,7 @@ template <class T> void matmul_fwd(ConstView<T> a, ConstView<T> b, bool ta, bool
     return;
   }
   if (m == 0 || n == 0) return;
-  gemm(ta, tb, m, n, k, a.data, int(a.shape[1]), b.data, int(b.shape[1]), c.data);
+  gemm(ta, tb, m, n, k, a.data, a.shape[1], b.data, b.shape[1], T(0), c.data);
 }
 
 Step build_matmul_fwd(const KernelCall& c) {

@@ -2,10 +2,6 @@
 
 #include <unordered_map>
 
-#include "pg/parallel.h"
-
-extern "C" void scipy_openblas_set_num_threads(int num_threads);
-
 namespace pg {
 
 #define PG_KERNEL(family, name) Step build_##name(const KernelCall&);
@@ -21,7 +17,6 @@ const std::vector<std::pair<std::string, KernelBuilder>>& table() {
   };
   return t;
 }
-int g_num_threads = 1;
 }  // namespace
 
 KernelBuilder find_kernel(const std::string& name) {
@@ -41,13 +36,6 @@ Step build_step(const KernelCall& call) {
   if (!b) throw std::invalid_argument("unknown kernel '" + call.kernel + "'");
   return b(call);
 }
-
-void set_num_threads(int n) {
-  g_num_threads = n < 1 ? 1 : n;
-  omp_set_num_threads(g_num_threads);
-  scipy_openblas_set_num_threads(g_num_threads);
-}
-int get_num_threads() { return g_num_threads; }
 
 // ---- dtypes and shapes ----
 

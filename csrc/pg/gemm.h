@@ -1,0 +1,46 @@
+// Matrix products through the BLAS (scipy-openblas32's cblas, symbols prefixed scipy_), split over
+// pygrad's threads: the BLAS runs on one thread (set_num_threads), once per chunk.
+#pragma once
+#include <cblas.h>
+
+#include <cstdint>
+
+#include "pg/parallel.h"
+
+namespace pg {
+
+inline void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                      int64_t ldb, float beta, float* c, int64_t ldc) {
+  scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
+                    int(k), 1.0f, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+inline void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+                      const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
+                    int(k), 1.0, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+// c [m, n] = op(a) @ op(b) + beta * c, row-major; op(a) is [m, k] (a is [k, m] when ta), op(b) is
+// [k, n]. A product of at least kParallelFlops is split into one block of c's rows per thread (of
+// its columns when c is wider than tall), each a one-thread BLAS call; inside a parallel loop it
+// is one call. The split depends on the shape and the thread count only.
+template <class T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
+          T* c) {
+  constexpr int64_t kParallelFlops = int64_t{1} << 19, kMinBlock = 8;
+  if (get_num_threads() <= 1 || in_parallel_loop() || m * n * k < kParallelFlops) {
+    blas_gemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, n);
+    return;
+  }
+  if (m >= n) {
+    parallel_for(m, kMinBlock, [&](int64_t lo, int64_t hi) {
+      blas_gemm(ta, tb, hi - lo, n, k, a + (ta ? lo : lo * lda), lda, b, ldb, beta, c + lo * n, n);
+    });
+  } else {
+    parallel_for(n, kMinBlock, [&](int64_t lo, int64_t hi) {
+      blas_gemm(ta, tb, m, hi - lo, k, a, lda, b + (tb ? lo * ldb : lo), ldb, beta, c + lo, n);
+    });
+  }
+}
+
+}  // namespace pg

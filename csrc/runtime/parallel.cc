@@ -1,0 +1,173 @@
+// pygrad's thread pool (see pg/parallel.h for what it guarantees).
+//
+// One loop runs at a time. Its state is one 64-bit word, the loop's generation in the high half
+// and the next unclaimed chunk in the low half; a thread claims a chunk with a compare-and-swap
+// on it, so a helper that wakes up late, after its loop has ended, can never claim a chunk of it.
+// The caller claims chunks too and, when none is left, waits only for the chunks helpers are
+// running. Idle helpers spin briefly for the next loop, then sleep.
+#include "pg/parallel.h"
+
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+extern "C" void scipy_openblas_set_num_threads(int num_threads);
+
+namespace pg {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// How long an idle helper spins for the next loop before it sleeps, and how long a caller spins
+// for the helpers' last chunks before it yields its core. Short: a spinning thread holds a core
+// that a busy process beside us, or our own caller, could use.
+constexpr auto kHelperSpin = std::chrono::microseconds(20);
+constexpr auto kCallerSpin = std::chrono::microseconds(50);
+
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+thread_local bool t_in_loop = false;  // this thread is running a chunk or a loop
+
+class Pool {
+ public:
+  void set_helpers(int n) {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    wanted_ = n;
+  }
+
+  void run(int64_t chunks, void (*body)(void*, int64_t), void* ctx) {
+    std::unique_lock<std::mutex> lock(loop_mu_, std::try_to_lock);
+    if (!lock.owns_lock() || t_in_loop || wanted_ == 0) {  // inline, the same chunks in order
+      for (int64_t c = 0; c < chunks; ++c) body(ctx, c);
+      return;
+    }
+    start_helpers();
+    body_.store(body, std::memory_order_relaxed);
+    ctx_.store(ctx, std::memory_order_relaxed);
+    chunks_.store(chunks, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    const uint64_t gen = (state_.load(std::memory_order_relaxed) >> 32) + 1;
+    state_.store(gen << 32, std::memory_order_release);  // publishes the loop
+    {
+      std::lock_guard<std::mutex> g(sleep_mu_);
+      if (sleepers_ > 0) wake_.notify_all();
+    }
+    t_in_loop = true;
+    claim_and_run(gen);
+    t_in_loop = false;
+    const auto until = Clock::now() + kCallerSpin;
+    for (int i = 0; done_.load(std::memory_order_acquire) < chunks; ++i) {
+      if (i % 16 != 15 || Clock::now() < until) relax();
+      else std::this_thread::yield();
+    }
+  }
+
+ private:
+  // Runs chunks of loop `gen` while it has unclaimed ones.
+  void claim_and_run(uint64_t gen) {
+    uint64_t s = state_.load(std::memory_order_acquire);
+    for (;;) {
+      if (s >> 32 != gen) return;
+      const int64_t next = int64_t(s & 0xffffffffu);
+      if (next >= chunks_.load(std::memory_order_relaxed)) return;
+      if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+      // The loop cannot end before this chunk is done, so body_ and ctx_ are still its own.
+      body_.load(std::memory_order_relaxed)(ctx_.load(std::memory_order_relaxed), next);
+      done_.fetch_add(1, std::memory_order_release);
+      s = state_.load(std::memory_order_acquire);
+    }
+  }
+
+  void helper_loop() {
+    uint64_t seen = state_.load(std::memory_order_acquire) >> 32;
+    for (;;) {
+      uint64_t gen = state_.load(std::memory_order_acquire) >> 32;
+      const auto until = Clock::now() + kHelperSpin;
+      for (int i = 0; gen == seen && (i % 16 != 15 || Clock::now() < until); ++i) {
+        relax();
+        gen = state_.load(std::memory_order_acquire) >> 32;
+      }
+      if (gen == seen) {
+        std::unique_lock<std::mutex> lock(sleep_mu_);
+        ++sleepers_;
+        wake_.wait(lock, [&] { return stop_ || state_.load(std::memory_order_acquire) >> 32 != seen; });
+        --sleepers_;
+        if (stop_) return;
+        gen = state_.load(std::memory_order_acquire) >> 32;
+      }
+      seen = gen;
+      t_in_loop = true;
+      claim_and_run(gen);
+      t_in_loop = false;
+    }
+  }
+
+  // Called with loop_mu_ held: makes the running helpers the wanted number.
+  void start_helpers() {
+    if (int(helpers_.size()) == wanted_) return;
+    {
+      std::lock_guard<std::mutex> g(sleep_mu_);
+      stop_ = true;
+      wake_.notify_all();
+    }
+    for (auto& t : helpers_) t.join();
+    helpers_.clear();
+    stop_ = false;
+    for (int i = 0; i < wanted_; ++i) helpers_.emplace_back([this] { helper_loop(); });
+  }
+
+  std::atomic<uint64_t> state_{0};
+  std::atomic<int64_t> chunks_{0};
+  std::atomic<void (*)(void*, int64_t)> body_{nullptr};
+  std::atomic<void*> ctx_{nullptr};
+  std::atomic<int64_t> done_{0};
+  std::mutex loop_mu_;  // held by the thread running a loop; guards wanted_ and helpers_
+  int wanted_ = 0;
+  std::vector<std::thread> helpers_;
+  std::mutex sleep_mu_;  // guards sleepers_ and stop_
+  std::condition_variable wake_;
+  int sleepers_ = 0;
+  bool stop_ = false;
+};
+
+// Never destroyed: helpers may still sleep on it at exit. A child process of fork() has none of
+// the parent's threads, so it gets a pool of its own, which starts its helpers when first used.
+Pool* g_pool = nullptr;
+int g_num_threads = 1;
+
+Pool& pool() {
+  static const bool init = [] {
+    g_pool = new Pool;
+    pthread_atfork(nullptr, nullptr, [] {
+      g_pool = new Pool;  // the parent's pool (and its locks, threads) is left as it was
+      g_pool->set_helpers(g_num_threads - 1);
+    });
+    return true;
+  }();
+  (void)init;
+  return *g_pool;
+}
+
+}  // namespace
+
+void set_num_threads(int n) {
+  g_num_threads = n < 1 ? 1 : n;
+  pool().set_helpers(g_num_threads - 1);
+  scipy_openblas_set_num_threads(1);  // the BLAS runs inside chunks (pg/gemm.h)
+}
+
+int get_num_threads() { return g_num_threads; }
+
+bool in_parallel_loop() { return t_in_loop; }
+
+void run_chunks(int64_t chunks, void (*body)(void*, int64_t), void* ctx) { pool().run(chunks, body, ctx); }
+
+}  // namespace pg
