@@ -9,7 +9,9 @@
   they are set; PyTorch shares that OpenMP runtime;
 - MNIST: the 55000 training examples and a fixed, seeded order of batches;
 - timing: ``time_steps`` times one callable per step after warm-up; ``Results`` keeps the
-  per-repeat median/p10/p90 and prints the table with the ratio peer time / pygrad time.
+  per-repeat median/p10/p90 and prints the table with the ratio peer time / pygrad time;
+- machine: ``cpu_model`` and ``blas_description`` (which BLAS libraries a process loaded and which
+  OpenBLAS core, i.e. kernel set, each dispatched to), for the header of a benchmark's output.
 
 NumPy and the libraries are imported inside the functions, so that importing this module does not
 load anything before the thread environment is set.
@@ -139,6 +141,53 @@ def _start_jax_cpu_client(jax, threads):
         jax.devices("cpu")
     finally:
         os.sched_setaffinity(0, allowed)
+
+
+def cpu_model():
+    """The CPU's model name (/proc/cpuinfo), else what the platform module knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or platform.machine()
+
+
+def blas_description():
+    """Lines naming the BLAS (and OpenMP) runtimes loaded in this process, with the OpenBLAS core
+    each dispatched to and its thread count; call it after the libraries are imported.
+
+    threadpoolctl's view when it is installed; else the one pygrad links to (scipy_openblas32, asked
+    through its own get_config/get_corename), if it is loaded. OPENBLAS_CORETYPE, which overrides
+    OpenBLAS's dispatch, is shown as this process's environment has it (pygrad sets a default on
+    AMD CPUs with AVX-512)."""
+    lines = []
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        threadpool_info = None
+    if threadpool_info is not None:
+        for lib in threadpool_info():
+            core = f" core {lib['architecture']}" if lib.get("architecture") else ""
+            lines.append(f"{lib['user_api']}: {lib['internal_api']} {lib.get('version') or ''}{core}, "
+                         f"threads: {lib['num_threads']} ({os.path.basename(lib['filepath'])})")
+    else:
+        openblas = sys.modules.get("scipy_openblas32")
+        if openblas is not None and hasattr(openblas, "dll"):
+            import ctypes
+            for fn in ("scipy_openblas_get_config", "scipy_openblas_get_corename"):
+                getattr(openblas.dll, fn).restype = ctypes.c_char_p
+            lines.append(f"blas: {openblas.dll.scipy_openblas_get_config().decode()} (core "
+                         f"{openblas.dll.scipy_openblas_get_corename().decode()}), "
+                         f"threads: {openblas.dll.scipy_openblas_get_num_threads()} "
+                         f"(scipy_openblas32; threadpoolctl not installed)")
+        else:
+            lines.append("blas: not identified (threadpoolctl not installed)")
+    lines.append(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
+    return lines
 
 
 def fresh_graph(tf):
