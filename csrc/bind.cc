@@ -200,15 +200,19 @@ PYBIND11_MODULE(_C, m) {
         s.set_initialized(id, true);
       });
 
+  py::class_<Arenas, std::shared_ptr<Arenas>>(m, "Arenas")
+      .def(py::init<>())
+      .def_property_readonly("free_bytes", &Arenas::free_bytes);
+
   py::class_<Plan>(m, "Plan")
-      .def(py::init<std::shared_ptr<VarStore>>())
+      .def(py::init<std::shared_ptr<VarStore>, std::shared_ptr<Arenas>>())
       .def("add_feed", [](Plan& p, int dtype, const std::vector<int64_t>& shape) {
         return p.add_feed(to_dtype(dtype), to_shape(shape));
       })
       .def("add_const", [](Plan& p, const py::handle& value) {
         py::array a = checked_array(value, "Plan.add_const", false);
         return p.add_const(array_dtype(a, "Plan.add_const"), array_shape(a), a.data());
-      })
+      }, "Adds a constant without copying it: keep the array alive, unchanged, while the plan exists.")
       .def("add_var", &Plan::add_var)
       .def("add_temp", &Plan::add_temp)
       .def("add_step", [](Plan& p, const std::string& kernel, const py::list& in, const py::list& out,

@@ -9,7 +9,7 @@ native Plan, in passes that each read and return plain data:
                     lifetimes do not overlap
     emit            the native Plan
 
-compile_run chains them. Lowering sees the graph and a VariableStore, never the session.
+compile_run chains them. Lowering sees the graph and a SessionStore, never the session.
 """
 import heapq
 
@@ -24,19 +24,22 @@ from pygrad.shapes import TensorShape
 
 
 class CompiledRun:
-    """A built plan and what Session.run needs to call it: for each element of the run, the index
-    of its fetched value (None for an op), the op behind each step and the largest temporary
-    buffer (to name them in errors)."""
+    """A built plan, the constants it reads (it does not copy them), and what Session.run needs to
+    call it: for each element of the run, the index of its fetched value (None for an op), the op
+    behind each step and the largest temporary buffer (to name them in errors)."""
 
-    __slots__ = ("plan", "fetch_index", "step_ops", "largest_temp")
+    __slots__ = ("plan", "consts", "owned_bytes", "fetch_index", "step_ops", "largest_temp")
 
-    def __init__(self, plan, fetch_index, step_ops, largest_temp):
-        self.plan, self.fetch_index, self.step_ops, self.largest_temp = plan, fetch_index, step_ops, largest_temp
+    def __init__(self, plan, consts, fetch_index, step_ops, largest_temp):
+        self.plan, self.consts, self.fetch_index = plan, consts, fetch_index
+        self.step_ops, self.largest_temp = step_ops, largest_temp
+        # The graph's constants are read-only arrays the plans share; the others are its own.
+        self.owned_bytes = sum(c.nbytes for c in consts if c.flags.writeable)
 
 
 def compile_run(elements, feed_tensors, feed_shapes, store):
     """The CompiledRun of elements (Tensors to fetch and Operations to run) with feed_tensors fed
-    arrays of feed_shapes; store is the session's VariableStore."""
+    arrays of feed_shapes; store is the session's SessionStore."""
     fetch_tensors, targets, fetch_index = [], [], []
     for e in elements:
         if isinstance(e, Operation):
@@ -56,8 +59,8 @@ def compile_run(elements, feed_tensors, feed_shapes, store):
     total = sum(nbytes for kind, nbytes in plan_buffers if kind == "temp")
     if total > MEMORY_BYTES:
         raise MemoryError(out_of_memory(total, largest))
-    plan = emit(plan_buffers, where, program.steps, fetches, store)
-    return CompiledRun(plan, fetch_index, [st.op for st in program.steps], largest)
+    plan, consts = emit(plan_buffers, where, program.steps, fetches, store)
+    return CompiledRun(plan, consts, fetch_index, [st.op for st in program.steps], largest)
 
 
 def out_of_memory(total, largest):
@@ -357,11 +360,17 @@ def assign_buffers(feeds, steps, fetches):
 
 
 def emit(plan_buffers, where, steps, fetches, store):
-    """The native Plan. It checks, before its first step, that the variables it reads before
-    writing them are initialized."""
-    plan = _C.Plan(store.native)
-    add = {"feed": lambda spec: plan.add_feed(spec.dtype.code, list(spec.shape.dims)),
-           "const": lambda value: plan.add_const(np.asarray(value, order="C")),
+    """(the native Plan, the constant arrays it reads, which must outlive it). The plan checks,
+    before its first step, that the variables it reads before writing them are initialized. A
+    graph's constant is read in place, so every plan of every session shares it."""
+    plan = _C.Plan(store.native, store.arenas)
+    consts = []
+
+    def add_const(value):
+        consts.append(np.require(value, requirements=["C_CONTIGUOUS", "ALIGNED"]))
+        plan.add_const(consts[-1])
+
+    add = {"feed": lambda spec: plan.add_feed(spec.dtype.code, list(spec.shape.dims)), "const": add_const,
            "var": plan.add_var, "temp": plan.add_temp}
     for kind, payload in plan_buffers:
         add[kind](payload)
@@ -382,4 +391,4 @@ def emit(plan_buffers, where, steps, fetches, store):
         if o.buffer.kind == "var" and o.buffer.payload not in initialized:
             plan.require_initialized(o.buffer.payload)
     plan.set_fetches([native(o) for o in fetches])
-    return plan
+    return plan, consts

@@ -5,7 +5,10 @@ from pygrad import _C, dtypes, errors
 from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph, session_stack
 from pygrad.lowering import compile_run, out_of_memory
 from pygrad.registry import MAX_RANK
-from pygrad.variable_store import VariableStore
+from pygrad.session_store import SessionStore
+
+PLAN_CACHE_ENTRIES = 256
+PLAN_CACHE_BYTES = 64 << 20
 
 
 class _Fetches:
@@ -54,14 +57,18 @@ class _Fetches:
 class BaseSession:
     def __init__(self, target="", graph=None, config=None):
         self.graph = graph if graph is not None else get_default_graph()
-        self._store = VariableStore(self.graph)
+        self._store = SessionStore(self.graph)
         self._plans = {}
+        self._plan_bytes = 0  # what the cached plans own
         self._closed = False
 
     # ---- lifetime ----
     def close(self):
+        """Frees the session's plans, variables and scratch."""
         self._closed = True
         self._plans.clear()
+        self._plan_bytes = 0
+        self._store = None
 
     def __enter__(self):
         self._graph_cm = self.graph.as_default()
@@ -186,13 +193,19 @@ class BaseSession:
                     t.op.type, t.op.name, f"Cannot feed value of shape {shape} for Tensor '{t.name}', which has "
                                           f"shape '{t.shape}'", t.op.site))
         compiled = compile_run(elements, feed_tensors, [a.shape for a in arrays], self._store)
-        if len(self._plans) >= 256:  # a graph that keeps growing: keep the cache bounded
-            self._plans.pop(next(iter(self._plans)))
+        # A graph that keeps growing, or ever new feed shapes: the oldest plans go. A plan holds no
+        # scratch (runs take it from the store's arenas) and no copy of the graph's constants; what
+        # it owns (constants made while lowering, such as shapes) is bounded too.
+        self._plan_bytes += compiled.owned_bytes
+        while self._plans and (len(self._plans) >= PLAN_CACHE_ENTRIES or self._plan_bytes > PLAN_CACHE_BYTES):
+            self._plan_bytes -= self._plans.pop(next(iter(self._plans))).owned_bytes
         return compiled
 
     # ---- variables ----
     def write_variable(self, var, value):
         """Writes value into var in this session without adding ops to the graph (Variable.load)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
         self._store.write(var, value)
 
     def _uninitialized(self, name):

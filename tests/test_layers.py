@@ -15,7 +15,7 @@ LAYERS = [
     ("registry", ["pygrad.registry"]),
     ("ops", ["pygrad.ops", "pygrad.ops.*"]),
     ("gradients", ["pygrad.gradients"]),
-    ("lowering", ["pygrad.lowering", "pygrad.variable_store"]),
+    ("lowering", ["pygrad.lowering", "pygrad.session_store"]),
     ("session", ["pygrad.session"]),
     ("api", ["pygrad.train", "pygrad.train.*", "pygrad.nn", "pygrad.examples", "pygrad.examples.*"]),
     ("surface", ["pygrad"]),

@@ -1,5 +1,5 @@
 """The lowering passes, each alone: prune, infer_shapes, schedule, lower, assign_buffers, emit; and
-a plan compiled from a graph and a VariableStore, with no session."""
+a plan compiled from a graph and a SessionStore, with no session."""
 import numpy as np
 import pytest
 
@@ -8,7 +8,7 @@ from pygrad import _C, errors
 from pygrad.lowering import assign_buffers, compile_run, infer_shapes, lower, prune, schedule
 from pygrad.registry import Spec
 from pygrad.shapes import TensorShape
-from pygrad.variable_store import VariableStore
+from pygrad.session_store import SessionStore
 
 
 @pytest.fixture(autouse=True)
@@ -79,7 +79,7 @@ def test_schedule_keeps_a_reader_that_depends_on_the_write_after_it():
 def _program(fetches, fed, graph=None):
     value_ops, shape_ops = prune(fetches, [], fed)
     specs, values = infer_shapes(value_ops | shape_ops, fed)
-    store = VariableStore(graph or tf.get_default_graph())
+    store = SessionStore(graph or tf.get_default_graph())
     return lower(schedule(value_ops, fed), specs, values, fed, store)
 
 
@@ -125,7 +125,7 @@ def test_compile_run_needs_a_store_not_a_session():
     v = tf.Variable([1.0, 2.0], name="v")
     x = tf.placeholder(tf.float32, [2], name="x")
     y = v * x
-    store = VariableStore(tf.get_default_graph())
+    store = SessionStore(tf.get_default_graph())
     init = compile_run([v.initializer], (), [], store)
     init.plan.run([])
     run = compile_run([y, v.initializer, y], (x,), [(2,)], store)
@@ -139,7 +139,7 @@ def test_a_failing_step_raises_a_step_error_with_its_index():
     idx = tf.placeholder(tf.int32, [1], name="idx")
     first = tf.exp(tf.constant([1.0, 2.0]), name="first")
     picked = tf.gather(first, idx, name="picked")
-    run = compile_run([picked], (idx,), [(1,)], VariableStore(tf.get_default_graph()))
+    run = compile_run([picked], (idx,), [(1,)], SessionStore(tf.get_default_graph()))
     with pytest.raises(_C.StepError, match=r"indices\[0\] = 7 is not in \[0, 2\)") as e:
         run.plan.run([np.array([7], np.int32)])
     assert run.step_ops[e.value.step].name == "picked"

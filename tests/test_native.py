@@ -53,7 +53,7 @@ def test_bad_arguments_raise_python_errors(call, error, match):
 def test_uninitialized_variable_is_reported_before_any_step():
     store = _C.VarStore()
     v = store.add("v", tf.float32.code, [2])
-    plan = _C.Plan(store)
+    plan = _C.Plan(store, _C.Arenas())
     buf = plan.add_var(v)
     plan.require_initialized(v)
     plan.set_fetches([(buf, tf.float32.code, [2])])

@@ -4,6 +4,7 @@ the session usable, default sessions, separate variables per session, the plan c
 import collections
 import os
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -613,3 +614,43 @@ def test_variable_created_under_control_dependencies_ignores_them():
         sess.run(v.initializer)
         assert sess.run(counter) == 0
         assert sess.run(after) == 5.0 and sess.run(counter) == 1
+
+
+def test_runs_of_one_plan_on_several_threads_each_get_their_own_scratch():
+    x = tf.placeholder(tf.float64, [None, 64])
+    y = tf.reduce_sum(tf.tanh(tf.matmul(x, tf.constant(np.eye(64) * 0.5))) * 3.0, axis=1)
+    inputs = [np.full((32, 64), i / 10.0) for i in range(8)]
+    with tf.Session() as sess:
+        expected = [sess.run(y, {x: a}) for a in inputs]
+        results = {}
+
+        def work(i):
+            for _ in range(50):
+                results.setdefault(i, []).append(sess.run(y, {x: inputs[i]}))
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    for i, outs in results.items():
+        for out in outs:
+            np.testing.assert_array_equal(out, expected[i])
+
+
+def test_plans_share_the_graphs_constants_and_the_sessions_scratch():
+    big = np.arange(1 << 20, dtype=np.float32).reshape(1024, 1024)  # 4 MB
+    c = tf.constant(big)
+    x = tf.placeholder(tf.float32, [None, 1024])
+    y = tf.matmul(x, c)
+    with tf.Session() as sess:
+        for n in range(1, 41):
+            sess.run(y, {x: np.ones((n, 1024), np.float32)})
+        plans = list(sess._plans.values())
+        assert len(plans) == 40
+        # every plan reads the graph's constant itself (no copy) and owns nothing
+        assert all(any(np.shares_memory(k, c.op.attrs["value"]) for k in p.consts) for p in plans)
+        assert sum(p.owned_bytes for p in plans) == 0
+        # the free scratch is at most a few arenas (the largest plan's), not one per plan
+        largest = max(p.plan.arena_bytes for p in plans)
+        assert sess._store.arenas.free_bytes <= 4 * largest

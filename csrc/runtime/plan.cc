@@ -1,5 +1,6 @@
 #include "runtime/plan.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -47,10 +48,7 @@ int Plan::add_feed(DType dtype, const Shape& shape) {
 }
 
 int Plan::add_const(DType dtype, const Shape& shape, const void* data) {
-  const int64_t bytes = shape.numel() * dtype_size(dtype);
-  consts_.emplace_back(bytes);
-  std::memcpy(consts_.back().data(), data, size_t(bytes));
-  fixed_ptr_.push_back(consts_.back().data());
+  fixed_ptr_.push_back(const_cast<void*>(data));  // kernels read inputs through const views
   return int(fixed_ptr_.size()) - 1;
 }
 
@@ -76,31 +74,42 @@ void Plan::add_step(const KernelCall& call, int initializes_var) {
 }
 
 void Plan::finalize() {
-  int64_t total = 0;
-  for (const auto& t : temps_) total += round_up(t.second);
-  arena_ = Block(total);
+  std::lock_guard<std::mutex> lock(mu_);  // (uncontended but for the first runs)
+  if (finalized_) return;
   int64_t offset = 0;
+  offsets_.clear();
   for (const auto& [buffer, bytes] : temps_) {
-    fixed_ptr_[size_t(buffer)] = static_cast<char*>(arena_.data()) + offset;
+    offsets_.emplace_back(buffer, offset);
     offset += round_up(bytes);
   }
-  frame_.ptr = fixed_ptr_;
+  arena_bytes_ = offset;
   finalized_ = true;
 }
 
+int64_t Plan::arena_bytes() const {
+  const_cast<Plan*>(this)->finalize();
+  return arena_bytes_;
+}
+
 void Plan::execute(const std::vector<const void*>& feeds, const std::vector<void*>& outs) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!finalized_) finalize();
+  finalize();
   if (feeds.size() != feeds_.size() || outs.size() != fetches_.size())
     throw std::invalid_argument("Plan::execute: wrong number of feeds or outputs");
   for (int id : required_vars_)
     if (!store_->initialized(id)) throw PreconditionError(store_->name(id));
-  for (size_t i = 0; i < feeds.size(); ++i) frame_.ptr[size_t(feed_buffers_[i])] = const_cast<void*>(feeds[i]);
-  // A failing step names its index, so Python can name the op that built it.
+  struct Lease {  // the run's arena, given back however the run ends
+    Arenas& arenas;
+    Block block;
+    ~Lease() { arenas.give(std::move(block)); }
+  } arena{*arenas_, arenas_->take(arena_bytes_)};
+  Frame frame{fixed_ptr_};
+  char* base = static_cast<char*>(arena.block.data());
+  for (const auto& [buffer, offset] : offsets_) frame.ptr[size_t(buffer)] = base + offset;
+  for (size_t i = 0; i < feeds.size(); ++i) frame.ptr[size_t(feed_buffers_[i])] = const_cast<void*>(feeds[i]);
   for (size_t i = 0; i < steps_.size(); ++i) {
     const StepEntry& s = steps_[i];
     try {
-      s.fn(frame_);
+      s.fn(frame);
     } catch (const std::invalid_argument& e) {
       throw StepError(int(i), e.what());
     }
@@ -108,8 +117,37 @@ void Plan::execute(const std::vector<const void*>& feeds, const std::vector<void
   }
   for (size_t j = 0; j < outs.size(); ++j) {
     const Operand& o = fetches_[j];
-    std::memcpy(outs[j], frame_.ptr[size_t(o.buffer)], size_t(o.shape.numel() * dtype_size(o.dtype)));
+    std::memcpy(outs[j], frame.ptr[size_t(o.buffer)], size_t(o.shape.numel() * dtype_size(o.dtype)));
   }
+}
+
+// ---- arenas ----
+
+Block Arenas::take(int64_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < free_.size(); ++i)
+      if (free_[i].bytes() >= bytes) {
+        Block b = std::move(free_[i]);
+        free_.erase(free_.begin() + long(i));
+        return b;
+      }
+  }
+  return Block(bytes);
+}
+
+void Arenas::give(Block block) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(std::move(block));
+  std::sort(free_.begin(), free_.end(), [](const Block& a, const Block& b) { return a.bytes() < b.bytes(); });
+  if (free_.size() > kMaxFree) free_.erase(free_.begin());  // the smallest goes
+}
+
+int64_t Arenas::free_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t total = 0;
+  for (const Block& b : free_) total += b.bytes();
+  return total;
 }
 
 }  // namespace pg

@@ -1,8 +1,11 @@
 // The executor. Python lowers the pruned graph of one (fetches, feeds, feed shapes) signature to a
 // Plan once; every Session.run then calls Plan::execute, which runs the steps in order without
-// touching Python. Buffers are feeds (bound per call), constants (owned by the plan), variables
-// (owned by the session's VarStore) and temporaries (one arena, shared by buffers whose lifetimes
-// do not overlap: Python assigns them).
+// touching Python. Buffers are feeds (bound per call), constants (not copied: the caller keeps
+// them alive, so every plan of a session shares the graph's constants), variables (owned by the
+// session's VarStore) and temporaries (one arena per call, at offsets shared by buffers whose
+// lifetimes do not overlap: Python assigns them). Arenas come from the session's Arenas, so the
+// scratch of a session is that of its largest plan times the runs in flight, not the sum over
+// its plans; runs of one plan on several threads each have their own.
 #pragma once
 #include <memory>
 #include <mutex>
@@ -27,6 +30,20 @@ class Block {
   };
   std::unique_ptr<void, Free> ptr_;
   int64_t bytes_ = 0;
+};
+
+// A session's scratch arenas: a run takes one that fits and gives it back when it ends.
+class Arenas {
+ public:
+  // A block of at least `bytes` (its contents are whatever an earlier run left).
+  Block take(int64_t bytes);
+  void give(Block block);
+  int64_t free_bytes() const;
+
+ private:
+  static constexpr size_t kMaxFree = 4;  // blocks kept for later runs; the largest are kept
+  mutable std::mutex mu_;
+  std::vector<Block> free_;
 };
 
 // A session's variables: fixed dtype and shape, stable addresses, alive across runs.
@@ -55,10 +72,12 @@ class VarStore {
 
 class Plan {
  public:
-  explicit Plan(std::shared_ptr<VarStore> store) : store_(std::move(store)) {}
+  Plan(std::shared_ptr<VarStore> store, std::shared_ptr<Arenas> arenas)
+      : store_(std::move(store)), arenas_(std::move(arenas)) {}
 
   // Buffers, numbered in the order they are added.
   int add_feed(DType dtype, const Shape& shape);
+  // A constant at data, which the caller keeps alive and unchanged while the plan exists.
   int add_const(DType dtype, const Shape& shape, const void* data);
   int add_var(int var_id);
   int add_temp(int64_t bytes);
@@ -73,10 +92,12 @@ class Plan {
   const Operand& feed(int i) const { return feeds_.at(i); }
   const std::vector<Operand>& fetches() const { return fetches_; }
   int num_steps() const { return int(steps_.size()); }
-  int64_t arena_bytes() const { return arena_.bytes(); }
+  // The scratch a run of this plan takes.
+  int64_t arena_bytes() const;
 
   // Runs every step. feeds[i] points at feed i's data (checked by the caller), outs[j] receives
   // a copy of fetch j. Throws PreconditionError for an uninitialized variable before any step.
+  // Runs may overlap (each has its own frame and arena).
   void execute(const std::vector<const void*>& feeds, const std::vector<void*>& outs);
 
  private:
@@ -87,18 +108,18 @@ class Plan {
     int initializes_var;
   };
   std::shared_ptr<VarStore> store_;
+  std::shared_ptr<Arenas> arenas_;
   std::vector<Operand> feeds_;
   std::vector<int> feed_buffers_;
-  std::vector<Block> consts_;
-  std::vector<std::pair<int, int64_t>> temps_;  // (buffer, bytes)
-  std::vector<void*> fixed_ptr_;                // per buffer, null for feeds until bound
+  std::vector<std::pair<int, int64_t>> temps_;    // (buffer, bytes)
+  std::vector<std::pair<int, int64_t>> offsets_;  // (buffer, offset in the arena), when finalized
+  std::vector<void*> fixed_ptr_;                // per buffer, null for feeds and temporaries
   std::vector<StepEntry> steps_;
   std::vector<int> required_vars_;
   std::vector<Operand> fetches_;
-  Block arena_;
-  Frame frame_;
+  int64_t arena_bytes_ = 0;
   bool finalized_ = false;
-  std::mutex mu_;
+  mutable std::mutex mu_;  // guards finalizing
 };
 
 }  // namespace pg

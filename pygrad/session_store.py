@@ -1,16 +1,18 @@
-"""A session's variables in native memory, numbered as the graph numbers them
-(Graph.stored_variables): the session writes and reads them, plans read and write them in place."""
+"""What a session owns in native memory: its variables, numbered as the graph numbers them
+(Graph.stored_variables), which plans read and write in place; and the scratch arenas its runs
+take and give back."""
 import numpy as np
 
 from pygrad import _C
 
 
-class VariableStore:
-    """The native store (_C.VarStore) of one session for one graph. An entry is created when a plan
-    or a write first needs it; hidden state (a random op's counter) starts at its session_start()."""
+class SessionStore:
+    """The native memory of one session for one graph. A variable is created when a plan or a write
+    first needs it; hidden state (a random op's counter) starts at its session_start()."""
 
     def __init__(self, graph):
         self.native = _C.VarStore()
+        self.arenas = _C.Arenas()
         self._entries = graph.stored_variables  # the graph's list: it grows as variables are added
 
     def id_of(self, var_op):
