@@ -13,7 +13,10 @@ namespace py = pybind11;
 namespace pg {
 namespace {
 
-const DType kAllDTypes[] = {DType::f32, DType::f64, DType::i32, DType::i64, DType::b8};
+DType to_dtype(int code) {
+  if (code < 0 || code >= kNumDTypes) throw DTypeError("unknown dtype code " + std::to_string(code));
+  return DType(code);
+}
 
 py::dtype numpy_dtype(DType dt) {
   switch (dt) {
@@ -22,23 +25,33 @@ py::dtype numpy_dtype(DType dt) {
     case DType::i32: return py::dtype::of<int32_t>();
     case DType::i64: return py::dtype::of<int64_t>();
     case DType::b8: return py::dtype::of<bool>();
+    case DType::u8: return py::dtype::of<uint8_t>();
+    case DType::i8: return py::dtype::of<int8_t>();
+    case DType::i16: return py::dtype::of<int16_t>();
+    case DType::u16: return py::dtype::of<uint16_t>();
+    case DType::f16: return py::dtype("float16");
   }
   throw DTypeError("unknown dtype");
-}
-
-DType to_dtype(int code) {
-  if (code < 0 || code > int(DType::b8)) throw DTypeError("unknown dtype code " + std::to_string(code));
-  return DType(code);
 }
 
 DType array_dtype(const py::array& a, const char* what) {
   const char kind = a.dtype().kind();
   const auto size = a.itemsize();
-  if (kind == 'f' && size == 4) return DType::f32;
-  if (kind == 'f' && size == 8) return DType::f64;
-  if (kind == 'i' && size == 4) return DType::i32;
-  if (kind == 'i' && size == 8) return DType::i64;
-  if (kind == 'b') return DType::b8;
+  if (kind == 'f') {
+    if (size == 4) return DType::f32;
+    if (size == 8) return DType::f64;
+    if (size == 2) return DType::f16;
+  } else if (kind == 'i') {
+    if (size == 4) return DType::i32;
+    if (size == 8) return DType::i64;
+    if (size == 1) return DType::i8;
+    if (size == 2) return DType::i16;
+  } else if (kind == 'u') {
+    if (size == 1) return DType::u8;
+    if (size == 2) return DType::u16;
+  } else if (kind == 'b') {
+    return DType::b8;
+  }
   throw DTypeError(std::string(what) + ": unsupported dtype " + std::string(py::str(a.dtype())));
 }
 
@@ -169,7 +182,7 @@ PYBIND11_MODULE(_C, m) {
   });
 
   py::dict dtypes;
-  for (DType dt : kAllDTypes) dtypes[dtype_name(dt)] = int(dt);
+  for (int code = 0; code < kNumDTypes; ++code) dtypes[dtype_name(DType(code))] = code;
   m.attr("dtypes") = dtypes;
   m.attr("max_rank") = kMaxDims;
   m.def("kernel_names", &kernel_names, "Every kernel in kernels.def, in order.");

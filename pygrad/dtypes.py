@@ -35,7 +35,25 @@ class DType:
 
     @property
     def is_integer(self):
-        return self.np.kind == "i"
+        return self.np.kind in "iu"
+
+    @property
+    def is_unsigned(self):
+        return self.np.kind == "u"
+
+    @property
+    def min(self):
+        """The lowest value (TF's DType.min)."""
+        if self.is_bool:
+            return False
+        return builtins.float(np.finfo(self.np).min) if self.is_floating else int(np.iinfo(self.np).min)
+
+    @property
+    def max(self):
+        """The highest finite value (TF's DType.max)."""
+        if self.is_bool:
+            return True
+        return builtins.float(np.finfo(self.np).max) if self.is_floating else int(np.iinfo(self.np).max)
 
     @property
     def is_bool(self):
@@ -57,12 +75,21 @@ float64 = DType("float64")
 int32 = DType("int32")
 int64 = DType("int64")
 bool_ = DType("bool")
+# Storage types (image data, quantized values, half precision): kept, fed, fetched, cast, moved
+# (reshape, transpose, concat, gather, slice, tile, where, assign); arithmetic takes the five above.
+uint8 = DType("uint8")
+int8 = DType("int8")
+int16 = DType("int16")
+uint16 = DType("uint16")
+float16 = DType("float16")
 float = float32  # noqa: A001  (TF1 accepted "float" for float32)
 double = float64
+half = float16
 
-_BY_NAME = {d.name: d for d in (float32, float64, int32, int64, bool_)}
-_BY_NAME.update({"float": float32, "double": float64, "bool_": bool_})
-_BY_NP = {d.np: d for d in (float32, float64, int32, int64, bool_)}
+ALL_DTYPES = (float32, float64, int32, int64, bool_, uint8, int8, int16, uint16, float16)
+_BY_NAME = {d.name: d for d in ALL_DTYPES}
+_BY_NAME.update({"float": float32, "double": float64, "bool_": bool_, "half": float16})
+_BY_NP = {d.np: d for d in ALL_DTYPES}
 
 
 def as_dtype(value):
@@ -81,7 +108,8 @@ def as_dtype(value):
         npd = None
     if npd is not None and npd in _BY_NP:
         return _BY_NP[npd]
-    raise TypeError(f"Cannot convert {value!r} to a pygrad DType (supported: float32, float64, int32, int64, bool)")
+    raise TypeError(f"Cannot convert {value!r} to a pygrad DType (supported: "
+                    f"{', '.join(d.name for d in ALL_DTYPES)})")
 
 
 def fits(arr, np_dtype):

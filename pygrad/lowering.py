@@ -97,22 +97,21 @@ def infer_shapes(ops, fed):
         if op.outputs and all(t in fed for t in op.outputs):
             continue
         if d.lowering == FEED:
-            raise errors.InvalidArgumentError(
-                None, op, f"You must feed a value for placeholder tensor '{op.name}' with dtype "
-                          f"{op.outputs[0].dtype.name} and shape {op.outputs[0].shape}\n  placeholder defined at "
-                          f"{op.site}")
+            raise errors.InvalidArgumentError(None, op, op.error(
+                f"You must feed a value for placeholder tensor '{op.name}' with dtype {op.outputs[0].dtype.name} "
+                f"and shape {op.outputs[0].shape}"))
         if d.lowering == VARIABLE:
             out = [Spec(op.outputs[0].dtype, op.outputs[0].shape)]
         else:
             ins = [specs[t] for t in op.inputs]
             try:
                 out = d.shape_fn(*ins, **op.attrs)
+                if d.lowering == VALUE:
+                    values[op.outputs[0]] = d.value_fn(op.attrs, *ins)
             except (RuleError, DTypeRuleError) as e:
                 shapes = ", ".join(f"{t.name}: {s.shape}" for t, s in fed.items())
                 raise errors.InvalidArgumentError(None, op, op.error(f"{e} (fed shapes: {shapes or 'none'})")) from None
             out = [out] if isinstance(out, Spec) else list(out)
-            if d.lowering == VALUE:
-                values[op.outputs[0]] = d.value_fn(op.attrs, *ins)
         for t, s in zip(op.outputs, out):
             shape = s.shape if isinstance(s.shape, TensorShape) else TensorShape(s.shape)
             if not shape.is_fully_defined():
@@ -384,7 +383,10 @@ def emit(plan_buffers, where, steps, fetches, store):
             if var not in initialized:
                 plan.require_initialized(var)
                 initialized.add(var)
-        plan.add_step(st.kernel, [native(o) for o in st.ins], [native(o) for o in st.outs], st.attrs, st.init_var)
+        try:
+            plan.add_step(st.kernel, [native(o) for o in st.ins], [native(o) for o in st.outs], st.attrs, st.init_var)
+        except (TypeError, ValueError) as e:  # a kernel that refuses its operands: name the op
+            raise type(e)(st.op.error(str(e))) from None
         if st.init_var >= 0:
             initialized.add(st.init_var)
     for o in fetches:

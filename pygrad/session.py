@@ -210,10 +210,9 @@ class BaseSession:
 
     def _uninitialized(self, name):
         var = self._store.entry_named(name)
-        site = var.op.site if var is not None else "<unknown>"
-        return errors.FailedPreconditionError(
-            None, var.op if var is not None else None,
-            f"Attempting to use uninitialized value {name}\n  variable defined at {site}")
+        rule = f"Attempting to use uninitialized value {name}"
+        return errors.FailedPreconditionError(None, var.op if var is not None else None,
+                                              var.op.error(rule) if var is not None else rule)
 
 
 class Session(BaseSession):

@@ -55,7 +55,7 @@ Step build_transpose(const KernelCall& c) {
     PG_CHECK(y.shape.ndim == x.shape.ndim && y.shape[int(i)] == x.shape[int(perm[i])], op,
              "output shape %s does not match the permuted input %s", y.shape.str().c_str(), x.shape.str().c_str());
   }
-  return dispatch_any(x.dtype, op, [&](auto tag) -> Step {
+  return dispatch_storage(x.dtype, op, [&](auto tag) -> Step {
     using T = decltype(tag);
     return [=](Frame& f) { transpose<T>(cview<T>(f, x), perm, view<T>(f, y)); };
   });
@@ -137,7 +137,7 @@ Step build_concat(const KernelCall& c) {
   const Operand y = c.out[0];
   const std::vector<int64_t> widths = check_join(op, xs, y, axis, "input");
   const int64_t outer = dims_product(y.shape, 0, int(axis));
-  return dispatch_any(y.dtype, op, [&](auto tag) -> Step {
+  return dispatch_storage(y.dtype, op, [&](auto tag) -> Step {
     using T = decltype(tag);
     return [=](Frame& f) {
       std::vector<ConstView<T>> views;
@@ -157,7 +157,7 @@ Step build_split(const KernelCall& c) {
   const std::vector<Operand> ys = c.out;
   const std::vector<int64_t> widths = check_join(op, ys, x, axis, "output");
   const int64_t outer = dims_product(x.shape, 0, int(axis));
-  return dispatch_any(x.dtype, op, [&](auto tag) -> Step {
+  return dispatch_storage(x.dtype, op, [&](auto tag) -> Step {
     using T = decltype(tag);
     return [=](Frame& f) {
       std::vector<View<T>> views;
@@ -268,7 +268,7 @@ Step build_strided_slice_fwd(const KernelCall& c) {
   const char* op = "strided_slice_fwd";
   const Operand x = c.in[0], y = c.out[0];
   const SliceSpec s = slice_spec(c, x.shape, y.shape.numel(), op);
-  return dispatch_any(x.dtype, op, [&](auto tag) -> Step {
+  return dispatch_storage(x.dtype, op, [&](auto tag) -> Step {
     using T = decltype(tag);
     return [=](Frame& f) { strided_slice_fwd<T>(cview<T>(f, x), s, view<T>(f, y)); };
   });
@@ -280,7 +280,7 @@ Step build_strided_slice_bwd(const KernelCall& c) {
   const char* op = "strided_slice_bwd";
   const Operand dy = c.in[0], dx = c.out[0];
   const SliceSpec s = slice_spec(c, dx.shape, dy.shape.numel(), op);
-  return dispatch_any(dy.dtype, op, [&](auto tag) -> Step {
+  return dispatch_storage(dy.dtype, op, [&](auto tag) -> Step {
     using T = decltype(tag);
     return [=](Frame& f) { strided_slice_bwd<T>(cview<T>(f, dy), s, view<T>(f, dx)); };
   });
@@ -363,7 +363,7 @@ Step build_tile_fwd(const KernelCall& c) {
   const char* op = "tile_fwd";
   const Operand x = c.in[0], y = c.out[0];
   check_tile(c, x.shape, y.shape, op);
-  return dispatch_any(x.dtype, op, [&](auto tag) -> Step {
+  return dispatch_storage(x.dtype, op, [&](auto tag) -> Step {
     using T = decltype(tag);
     return [=](Frame& f) { tile_fwd<T>(cview<T>(f, x), view<T>(f, y)); };
   });

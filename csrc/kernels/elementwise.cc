@@ -81,9 +81,12 @@ template <class T> T int_pow(T base, T exp) {
 }
 
 // static_cast with every input defined: to bool is x != 0; float to int truncates toward zero,
-// saturates at the integer's range and maps NaN to 0 (static_cast leaves those undefined).
+// saturates at the integer's range and maps NaN to 0 (static_cast leaves those undefined);
+// float16 converts through float.
 template <class To, class From> To convert(From x) {
-  if constexpr (std::is_same_v<To, bool>) {
+  if constexpr (std::is_same_v<From, _Float16> && !std::is_same_v<To, _Float16>) {
+    return convert<To>(float(x));
+  } else if constexpr (std::is_same_v<To, bool>) {
     return x != From(0);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
     constexpr From lo = From(std::numeric_limits<To>::min()), hi = From(std::numeric_limits<To>::max());
@@ -616,8 +619,8 @@ Step build_cast(const KernelCall& c) {
   const Operand x = c.in[0], y = c.out[0];
   PG_CHECK(y.shape == x.shape, nm, "y must have the shape of x %s, got %s", x.shape.str().c_str(),
            y.shape.str().c_str());
-  return dispatch_any(x.dtype, nm, [&](auto from) {
-    return dispatch_any(y.dtype, nm, [&](auto to) -> Step {
+  return dispatch_storage(x.dtype, nm, [&](auto from) {
+    return dispatch_storage(y.dtype, nm, [&](auto to) -> Step {
       using From = decltype(from);
       using To = decltype(to);
       return [x, y](Frame& f) { cast(cview<From>(f, x), view<To>(f, y)); };
@@ -629,7 +632,7 @@ Step build_fill(const KernelCall& c) {
   expect_arity(c, 0, 1);
   const Operand y = c.out[0];
   const double value = c.attrs.f("value", c.kernel.c_str());
-  return dispatch_any(y.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+  return dispatch_storage(y.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     const T v = convert<T>(value);
     return [y, v](Frame& f) { fill(view<T>(f, y), v); };

@@ -117,7 +117,7 @@ Step build_gather_fwd(const KernelCall& c) {
   const GatherDims g = gather_dims(op, params.shape, indices.shape, y.shape, c.attrs.i("axis", op));
   return dispatch_index(indices.dtype, op, [&](auto itag) -> Step {
     using I = decltype(itag);
-    return dispatch_any(params.dtype, op, [&](auto tag) -> Step {
+    return dispatch_storage(params.dtype, op, [&](auto tag) -> Step {
       using T = decltype(tag);
       return [=](Frame& f) { gather_fwd<T, I>(cview<T>(f, params), cview<I>(f, indices), g, view<T>(f, y)); };
     });
@@ -173,7 +173,7 @@ Step build_one_hot(const KernelCall& c) {
   const int64_t inner = dims_product(indices.shape, int(axis), indices.shape.ndim);
   return dispatch_index(indices.dtype, op, [&](auto itag) -> Step {
     using I = decltype(itag);
-    return dispatch_any(y.dtype, op, [&](auto tag) -> Step {
+    return dispatch_storage(y.dtype, op, [&](auto tag) -> Step {
       using T = decltype(tag);
       const T on_t = T(on), off_t = T(off);
       return [=](Frame& f) { one_hot<T, I>(cview<I>(f, indices), outer, depth, inner, on_t, off_t, view<T>(f, y)); };
@@ -207,7 +207,7 @@ Step build_select(const KernelCall& c) {
   const bool rows = cond.shape.ndim == 1 && out.shape.ndim >= 1 && cond.shape[0] == out.shape[0];
   PG_CHECK(cond.shape == out.shape || rows, op, "condition %s must have the shape of x %s or be a vector of its "
            "first dimension", cond.shape.str().c_str(), x.shape.str().c_str());
-  return dispatch_any(x.dtype, op, [&](auto tag) -> Step {
+  return dispatch_storage(x.dtype, op, [&](auto tag) -> Step {
     using T = decltype(tag);
     return [=](Frame& f) { select<T>(cview<bool>(f, cond), cview<T>(f, x), cview<T>(f, y), view<T>(f, out)); };
   });

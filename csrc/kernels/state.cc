@@ -33,7 +33,7 @@ Step build_assign(const KernelCall& c) {
            value.shape.str().c_str(), ref.shape.str().c_str());
   PG_CHECK(out.buffer == ref.buffer, op, "the output must be the variable itself");
   if (mode == 0)
-    return dispatch_any(ref.dtype, op, [&](auto tag) -> Step {
+    return dispatch_storage(ref.dtype, op, [&](auto tag) -> Step {
       using T = decltype(tag);
       return [=](Frame& f) { assign<T>(view<T>(f, ref), cview<T>(f, value), 0); };
     });

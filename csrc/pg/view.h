@@ -8,8 +8,10 @@ namespace pg {
 
 constexpr int kMaxDims = 8;
 
-// The dtypes the kernels know. The numbering is exported to Python by bind.cc.
-enum class DType : int { f32 = 0, f64 = 1, i32 = 2, i64 = 3, b8 = 4 };
+// The dtypes the kernels know. The numbering is exported to Python by bind.cc. Every kernel that
+// only moves or converts data takes all of them (dispatch_storage); arithmetic takes the first five.
+enum class DType : int { f32 = 0, f64 = 1, i32 = 2, i64 = 3, b8 = 4, u8 = 5, i8 = 6, i16 = 7, u16 = 8, f16 = 9 };
+constexpr int kNumDTypes = 10;
 const char* dtype_name(DType dt);
 int64_t dtype_size(DType dt);
 
@@ -19,6 +21,11 @@ template <> struct dtype_of<double> { static constexpr DType value = DType::f64;
 template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32; };
 template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
 template <> struct dtype_of<bool> { static constexpr DType value = DType::b8; };
+template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::u8; };
+template <> struct dtype_of<int8_t> { static constexpr DType value = DType::i8; };
+template <> struct dtype_of<int16_t> { static constexpr DType value = DType::i16; };
+template <> struct dtype_of<uint16_t> { static constexpr DType value = DType::u16; };
+template <> struct dtype_of<_Float16> { static constexpr DType value = DType::f16; };
 
 struct Shape {
   int ndim = 0;

@@ -46,6 +46,11 @@ const char* dtype_name(DType dt) {
     case DType::i32: return "int32";
     case DType::i64: return "int64";
     case DType::b8: return "bool";
+    case DType::u8: return "uint8";
+    case DType::i8: return "int8";
+    case DType::i16: return "int16";
+    case DType::u16: return "uint16";
+    case DType::f16: return "float16";
   }
   return "?";
 }
@@ -54,7 +59,8 @@ int64_t dtype_size(DType dt) {
   switch (dt) {
     case DType::f32: case DType::i32: return 4;
     case DType::f64: case DType::i64: return 8;
-    case DType::b8: return 1;
+    case DType::b8: case DType::u8: case DType::i8: return 1;
+    case DType::i16: case DType::u16: case DType::f16: return 2;
   }
   return 0;
 }

@@ -88,10 +88,21 @@ template <class F> auto dispatch_number(DType dt, const char* op, F&& fn) {
     default: throw DTypeError(format_error(op, "expected a number type, got %s", dtype_name(dt)));
   }
 }
-// Every dtype, bool included.
+// Every dtype with arithmetic, bool included.
 template <class F> auto dispatch_any(DType dt, const char* op, F&& fn) {
   if (dt == DType::b8) return fn(bool{});
   return dispatch_number(dt, op, fn);
+}
+// Every dtype: for kernels that only move, compare for equality or convert values.
+template <class F> auto dispatch_storage(DType dt, const char* op, F&& fn) {
+  switch (dt) {
+    case DType::u8: return fn(uint8_t{});
+    case DType::i8: return fn(int8_t{});
+    case DType::i16: return fn(int16_t{});
+    case DType::u16: return fn(uint16_t{});
+    case DType::f16: return fn(_Float16{});
+    default: return dispatch_any(dt, op, fn);
+  }
 }
 
 }  // namespace pg

@@ -4,7 +4,7 @@ import numbers
 import numpy as np
 
 from pygrad import dtypes
-from pygrad.graph import Tensor, TensorLike, unwrap
+from pygrad.graph import Tensor, TensorLike, build_error, unwrap
 from pygrad.registry import ALIAS, CONST, FEED, VALUE, OpDef, Spec, fail
 from pygrad.shapes import TensorShape, as_shape
 
@@ -20,7 +20,7 @@ def numpy_value(value, dtype=None):
     arr = np.asarray(value)
     kind = arr.dtype.kind
     if kind == "O" and _all_python_ints(value):
-        raise ValueError(f"{value!r} does not fit int64 (range [{-2**63}, {2**63 - 1}]), pygrad's widest integer")
+        raise TypeError(f"{value!r} does not fit int64 (range [{-2**63}, {2**63 - 1}]), pygrad's widest integer")
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
         if kind == "O":
@@ -34,20 +34,21 @@ def numpy_value(value, dtype=None):
         return np.asarray(arr, dtype=dtype.np, order="C")
     if kind == "b":
         return np.asarray(arr, order="C")
+    if is_numpy and arr.dtype in _NUMPY_KEPT:  # NumPy values keep their dtype, as in TF
+        return np.asarray(arr, order="C")
     if kind in "iu":
-        if is_numpy and arr.dtype in (np.int32, np.int64):
-            return np.asarray(arr, order="C")
-        # TF's rule for Python ints: int32 when every one fits, else int64. NumPy ints narrower than
-        # 32 bits become int32, the others (uint32, uint64) int64.
-        narrow = (not is_numpy and dtypes.fits(arr, np.int32)) or (is_numpy and arr.dtype.itemsize < 4)
-        target = np.int32 if narrow else np.int64
-        _check_fits(arr, target, value)
+        # TF's rule for Python ints: int32 when every one fits, else int64; NumPy's uint32 and
+        # uint64, which pygrad lacks, become int64.
+        target = np.int32 if not is_numpy and dtypes.fits(arr, np.int32) else np.int64
+        if not dtypes.fits(arr, target):  # TF's class for a Python int no dtype holds
+            raise TypeError(_out_of_range(arr, target, value))
         return np.asarray(arr, dtype=target, order="C")
     if kind == "f":
-        if is_numpy and arr.dtype == np.float64:
-            return np.asarray(arr, order="C")
         return np.asarray(arr, dtype=np.float32, order="C")
     raise TypeError(f"Cannot convert {value!r} (dtype {arr.dtype}) to a tensor")
+
+
+_NUMPY_KEPT = {d.np for d in dtypes.ALL_DTYPES}
 
 
 def _all_python_ints(value):
@@ -58,9 +59,13 @@ def _all_python_ints(value):
 
 def _check_fits(arr, np_dtype, value):
     if not dtypes.fits(arr, np_dtype):
-        info = np.iinfo(np_dtype)
-        shown = repr(value) if np.size(value) <= 8 else f"an array with values in [{arr.min()}, {arr.max()}]"
-        raise ValueError(f"{shown} does not fit {info.dtype.name} (range [{info.min}, {info.max}])")
+        raise ValueError(_out_of_range(arr, np_dtype, value))
+
+
+def _out_of_range(arr, np_dtype, value):
+    info = np.iinfo(np_dtype)
+    shown = repr(value) if np.size(value) <= 8 else f"an array with values in [{arr.min()}, {arr.max()}]"
+    return f"{shown} does not fit {info.dtype.name} (range [{info.min}, {info.max}])"
 
 
 def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_hint=None):
@@ -80,17 +85,34 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_
     return constant(value, dtype=dtype, name=name or "Const")
 
 
-def convert_n_same_dtype(values, op_name):
-    """Converts values to tensors of one dtype: Python numbers and NumPy values follow the first
-    Tensor among them (TF1 converts `x32 * np.array([1., 2.])` to float32 too), and are built in
-    that tensor's graph. A remaining dtype mismatch is left to the op's dtype rule, which names
-    the op and the user's line."""
+def convert_n_same_dtype(values, op_name, name=None):
+    """Converts values to tensors of one dtype for an op of type op_name (to be named name): Python
+    numbers and NumPy values follow the first Tensor among them (TF1 converts `x32 * np.array([1.,
+    2.])` to float32 too), and are built in that tensor's graph; a literal that does not fit that
+    dtype is refused naming the op. A remaining dtype mismatch is left to the op's dtype rule, which
+    names the op and the user's line."""
     first = next((unwrap(v) for v in values if isinstance(v, TensorLike)), None)
     if first is None:
         return [convert_to_tensor(v) for v in values]
     with first.graph.as_default():
-        return [convert_to_tensor(v, dtype=first.dtype if not isinstance(v, TensorLike) and _follows_hint(v) else None)
-                for v in values]
+        return [convert_for_op(v, first.dtype, op_name, name) if not isinstance(v, TensorLike) and _follows_hint(v)
+                else convert_to_tensor(v) for v in values]
+
+
+def convert_for_op(value, dtype, op_type, name=None):
+    """value as a tensor of dtype, for an input of an op of type op_type (to be named name): a
+    tensor of another dtype, or a literal that dtype cannot hold, is refused naming that op."""
+    value = unwrap(value)
+    if isinstance(value, Tensor):
+        if value.dtype != dtypes.as_dtype(dtype):
+            raise build_error(op_type, name, f"{value.name} has dtype {value.dtype.name}, expected "
+                                             f"{dtypes.as_dtype(dtype).name}", TypeError)
+        return value
+    try:
+        numpy_value(value, dtype)
+    except (TypeError, ValueError) as e:
+        raise build_error(op_type, name, str(e), type(e)) from None
+    return convert_to_tensor(value, dtype=dtype)
 
 
 def _follows_hint(v):
@@ -168,8 +190,8 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
     rule: a value with fewer elements fills the shape in order and repeats its last element."""
     try:
         arr = numpy_value(value, dtype)
-    except TypeError as e:
-        raise Const.error(str(e), name, TypeError) from None
+    except (TypeError, ValueError) as e:
+        raise Const.error(str(e), name, type(e)) from None
     if shape is not None:
         shape = tuple(as_shape(shape).as_list())
         if verify_shape and arr.shape != shape:
@@ -412,7 +434,13 @@ def squeeze(input, axis=None, name=None, squeeze_dims=None):
 def _shape_op(type_name, compute):
     """An op whose int output is computed from its input's concrete shape when a plan is built."""
     opdef = OpDef(type_name, lowering=VALUE, differentiable=False, shape_only_inputs={0})
-    opdef.value(lambda attrs, x: np.asarray(compute(x.shape.as_list()), dtype=attrs["out_type"].np))
+    @opdef.value
+    def _(attrs, x):
+        value, out_type = np.asarray(compute(x.shape.as_list()), dtype=np.int64), attrs["out_type"]
+        if not dtypes.fits(value, out_type.np):
+            fail(f"{type_name} output type is {out_type.name} but the shape {x.shape} needs {value.tolist()}")
+        return value.astype(out_type.np)
+
     return opdef
 
 

@@ -275,9 +275,11 @@ def unstack(value, num=None, axis=0, name="unstack"):
     """The slices of value along axis, as a list of num tensors (tf.unstack)."""
     value = convert_to_tensor(value)
     axis = static_int(axis, "axis", Unpack, name)
+    dims = value.shape.dims
+    if dims is not None and not -len(dims) <= axis < len(dims):
+        raise Unpack.error(f"axis {axis} is out of range [{-len(dims)}, {len(dims)}) for shape {value.shape}", name)
     if num is None:
-        dims = value.shape.dims
-        if dims is None or not -len(dims) <= axis < len(dims) or dims[axis] is None:
+        if dims is None or dims[axis] is None:
             raise Unpack.error(f"cannot infer num from shape {value.shape} (axis {axis}); pass num", name)
         num = dims[axis]
     if num == 0:

@@ -186,7 +186,7 @@ LogicalXor = _binary("LogicalXor", "logical_xor", BOOL)
 
 def _binary_fn(opdef, default_name):
     def fn(x, y, name=None):
-        x, y = convert_n_same_dtype([x, y], opdef.type)
+        x, y = convert_n_same_dtype([x, y], opdef.type, name or default_name)
         return opdef(x, y, name=name or default_name)
 
     fn.__name__ = default_name
@@ -216,10 +216,12 @@ _pow = _binary_fn(Pow, "Pow")
 
 
 def truediv(x, y, name=None):
-    """x / y; integer tensors are converted to float64 first, as in TF."""
+    """x / y; integer tensors are converted first, as in TF: 8- and 16-bit ones to float32, the
+    others to float64."""
     x, y = convert_n_same_dtype([x, y], "RealDiv")
     if x.dtype.is_integer and y.dtype == x.dtype:
-        x, y = cast(x, dtypes.float64), cast(y, dtypes.float64)
+        to = dtypes.float32 if x.dtype.size <= 2 else dtypes.float64
+        x, y = cast(x, to), cast(y, to)
     return _real_div(x, y, name=name or "truediv")
 
 

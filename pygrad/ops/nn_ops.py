@@ -237,6 +237,8 @@ tanh = math_ops.tanh
 def l2_loss(t, name=None):
     """sum(t ** 2) / 2."""
     t = convert_to_tensor(t)
+    if not t.dtype.is_floating:
+        raise build_error("L2Loss", name, f"t must be floating point, got {t.dtype.name}", TypeError)
     return math_ops.multiply(reduce_sum(math_ops.square(t)), 0.5, name=name or "L2Loss")
 
 

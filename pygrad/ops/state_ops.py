@@ -1,7 +1,7 @@
 """Variables and the ops that write them (assign, assign_add, assign_sub), no_op and group."""
 from pygrad import dtypes
 from pygrad.graph import GraphKeys, Tensor, TensorLike, build_error, get_default_graph, session_for, unwrap
-from pygrad.ops.array_ops import cast, convert_to_tensor
+from pygrad.ops.array_ops import cast, convert_for_op, convert_to_tensor
 from pygrad.registry import NOOP, VARIABLE, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import as_shape
 
@@ -40,17 +40,17 @@ AssignSub = _assign_op("AssignSub", "sub")
 
 def assign(ref, value, validate_shape=None, use_locking=None, name=None):
     ref = _ref(ref, Assign, name)
-    return Assign(ref, convert_to_tensor(value, dtype=ref.dtype), name=name or "Assign")
+    return Assign(ref, convert_for_op(value, ref.dtype, "Assign", name), name=name or "Assign")
 
 
 def assign_add(ref, value, use_locking=None, name=None):
     ref = _ref(ref, AssignAdd, name)
-    return AssignAdd(ref, convert_to_tensor(value, dtype=ref.dtype), name=name or "AssignAdd")
+    return AssignAdd(ref, convert_for_op(value, ref.dtype, "AssignAdd", name), name=name or "AssignAdd")
 
 
 def assign_sub(ref, value, use_locking=None, name=None):
     ref = _ref(ref, AssignSub, name)
-    return AssignSub(ref, convert_to_tensor(value, dtype=ref.dtype), name=name or "AssignSub")
+    return AssignSub(ref, convert_for_op(value, ref.dtype, "AssignSub", name), name=name or "AssignSub")
 
 
 def _ref(v, opdef, name):
