@@ -39,7 +39,7 @@ import scipy_openblas32 as _openblas  # noqa: E402,F401  (loads the BLAS the ext
 from pygrad import _C  # noqa: E402
 from pygrad import errors, nn, train  # noqa: F401
 from pygrad.dtypes import (DType, as_dtype, bool_ as bool, double, float16, float32, float64, half, int8,  # noqa: A001
-                           int16, int32, int64, uint8, uint16)
+                           int16, int32, int64, string, uint8, uint16)
 from pygrad.gradients import AggregationMethod, UnconnectedGradients, gradients
 from pygrad.graph import Graph, GraphKeys, Operation, Tensor, get_default_graph, reset_default_graph
 from pygrad.ops.array_ops import (cast, constant, convert_to_tensor, expand_dims, fill, identity, ones, ones_like,

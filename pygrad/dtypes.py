@@ -18,8 +18,8 @@ class DType:
 
     def __init__(self, name):
         self.name = name
-        self.np = np.dtype(name)
-        self.code = _C.dtypes[name]
+        self.np = np.dtype(object if name == "string" else name)
+        self.code = _C.dtypes.get(name)  # None: no native kernel holds it (string)
 
     @property
     def as_numpy_dtype(self):
@@ -82,14 +82,16 @@ int8 = DType("int8")
 int16 = DType("int16")
 uint16 = DType("uint16")
 float16 = DType("float16")
+# Byte strings: constants, feeds and fetches, kept in Python (a NumPy object array of bytes).
+string = DType("string")
 float = float32  # noqa: A001  (TF1 accepted "float" for float32)
 double = float64
 half = float16
 
 ALL_DTYPES = (float32, float64, int32, int64, bool_, uint8, int8, int16, uint16, float16)
-_BY_NAME = {d.name: d for d in ALL_DTYPES}
+_BY_NAME = {d.name: d for d in ALL_DTYPES + (string,)}
 _BY_NAME.update({"float": float32, "double": float64, "bool_": bool_, "half": float16})
-_BY_NP = {d.np: d for d in ALL_DTYPES}
+_BY_NP = {d.np: d for d in ALL_DTYPES + (string,)}
 
 
 def as_dtype(value):
@@ -102,14 +104,40 @@ def as_dtype(value):
         return float32
     if value is builtins.int:
         return int32
+    if value in (builtins.str, builtins.bytes):
+        return string
     try:
         npd = np.dtype(value)
     except TypeError:
         npd = None
     if npd is not None and npd in _BY_NP:
         return _BY_NP[npd]
+    if npd is not None and npd.kind in "SU":
+        return string
     raise TypeError(f"Cannot convert {value!r} to a pygrad DType (supported: "
                     f"{', '.join(d.name for d in ALL_DTYPES)})")
+
+
+def as_bytes_array(value):
+    """value (str, bytes, or nested lists or arrays of them) as a NumPy object array of bytes, str
+    encoded as UTF-8, as TF holds strings; TypeError for anything else."""
+    arr = np.asarray(value, dtype=object)
+    out = np.empty(arr.shape, dtype=object)
+    for i, v in enumerate(arr.flat):
+        if isinstance(v, (str, np.str_)):
+            v = v.encode("utf-8")
+        elif not isinstance(v, (bytes, np.bytes_)):
+            raise TypeError(f"Expected a string (str or bytes), got {v!r} of type {type(v).__name__}")
+        out.flat[i] = bytes(v)
+    return out
+
+
+def is_string_value(value):
+    """Whether value is a str or bytes, or an array or nested list holding only those (and at least one)."""
+    arr = np.asarray(value) if not isinstance(value, np.ndarray) else value
+    if arr.dtype.kind in "SU":
+        return True
+    return arr.dtype.kind == "O" and arr.size > 0 and all(isinstance(v, (str, bytes)) for v in arr.flat)
 
 
 def fits(arr, np_dtype):

@@ -28,11 +28,12 @@ class CompiledRun:
     call it: for each element of the run, the index of its fetched value (None for an op), the op
     behind each step and the largest temporary buffer (to name them in errors)."""
 
-    __slots__ = ("plan", "consts", "owned_bytes", "fetch_index", "step_ops", "largest_temp")
+    __slots__ = ("plan", "consts", "owned_bytes", "fetch_index", "step_ops", "largest_temp", "host")
 
-    def __init__(self, plan, consts, fetch_index, step_ops, largest_temp):
+    def __init__(self, plan, consts, fetch_index, step_ops, largest_temp, host):
         self.plan, self.consts, self.fetch_index = plan, consts, fetch_index
         self.step_ops, self.largest_temp = step_ops, largest_temp
+        self.host = host if host.sources or host.plan_feeds is not None else None  # None: all native
         # The graph's constants are read-only arrays the plans share; the others are its own.
         self.owned_bytes = sum(c.nbytes for c in consts if c.flags.writeable)
 
@@ -53,14 +54,51 @@ def compile_run(elements, feed_tensors, feed_shapes, store):
     value_ops, shape_ops = prune(fetch_tensors, targets, fed)
     specs, values = infer_shapes(value_ops | shape_ops, fed)
     program = lower(schedule(value_ops, fed), specs, values, fed, store)
-    fetches = [program.operand(t) for t in fetch_tensors]
-    plan_buffers, where = assign_buffers([program.buffer_of[t] for t in fed], program.steps, fetches)
+    host = HostValues(fetch_tensors, feed_tensors, program)
+    fetches = [program.operand(t) for t in host.native_fetches]
+    plan_buffers, where = assign_buffers([program.buffer_of[t] for t in host.native_feeds], program.steps, fetches)
     largest = max((b for b in where if b.kind == "temp"), key=lambda b: b.nbytes, default=None)
     total = sum(nbytes for kind, nbytes in plan_buffers if kind == "temp")
     if total > MEMORY_BYTES:
         raise MemoryError(out_of_memory(total, largest))
     plan, consts = emit(plan_buffers, where, program.steps, fetches, store)
-    return CompiledRun(plan, consts, fetch_index, [st.op for st in program.steps], largest)
+    return CompiledRun(plan, consts, fetch_index, [st.op for st in program.steps], largest, host)
+
+
+class HostValues:
+    """The string tensors of a run, which live in Python, not in the plan: a fetched one is a
+    constant's value or a fed value (through Identity ops). `plan_feeds` (None: all of them) are
+    the indices of the feeds the plan takes; `values(outs, arrays)` gives every fetch's value from
+    the plan's outputs and the fed arrays."""
+
+    def __init__(self, fetch_tensors, feed_tensors, program):
+        feed_index = {t: i for i, t in enumerate(feed_tensors)}
+        self.native_feeds = [t for t in feed_tensors if t.dtype.code is not None]
+        self.native_fetches = [t for t in fetch_tensors if t.dtype.code is not None]
+        self.plan_feeds = None if len(self.native_feeds) == len(feed_tensors) else \
+            [feed_index[t] for t in self.native_feeds]
+        self.sources = {}  # fetch index -> ("feed", feed index) or ("const", value)
+        for i, t in enumerate(fetch_tensors):
+            if t.dtype.code is None:
+                self.sources[i] = _host_source(t, feed_index)
+        self.native_index = [self.native_fetches.index(t) if i not in self.sources else None
+                             for i, t in enumerate(fetch_tensors)]
+
+    def values(self, outs, arrays):
+        return [outs[j] if j is not None else arrays[self.sources[i][1]] if self.sources[i][0] == "feed"
+                else self.sources[i][1] for i, j in enumerate(self.native_index)]
+
+
+def _host_source(t, feed_index):
+    while t not in feed_index and t.op.opdef.lowering == ALIAS and t.op.type in ("Identity", "StopGradient"):
+        t = t.op.inputs[0]
+    if t in feed_index:
+        return "feed", feed_index[t]
+    if t.op.opdef.lowering == CONST:
+        return "const", t.op.attrs["value"]
+    raise errors.InvalidArgumentError(None, t.op, t.op.error(
+        f"{t.name} is a string tensor computed by {t.op.type}: pygrad holds strings as constants and feeds "
+        f"only, and has no kernel for them"))
 
 
 def out_of_memory(total, largest):
@@ -227,6 +265,13 @@ class Program:
         return Operand(self.buffer_of[tensor], s.dtype.code, s.shape.dims if shape is None else shape)
 
 
+def _native_dtype(op, tensor):
+    if tensor.dtype.code is None:
+        raise errors.InvalidArgumentError(None, op, op.error(
+            f"{tensor.name} is a {tensor.dtype.name} tensor: pygrad holds strings as constants and feeds only, "
+            f"and has no kernel for them"))
+
+
 class OpContext:
     """What one op's lowering works with: its inputs' concrete specs, its inputs' and outputs'
     buffers, and the steps it appends, each recorded as this op's."""
@@ -239,11 +284,13 @@ class OpContext:
 
     def operand(self, tensor, shape=None):
         """tensor's buffer, read with its own dims or with shape."""
+        _native_dtype(self.op, tensor)
         return self.program.operand(tensor, shape)
 
     def output(self, i):
         """A new temporary for output i of the op."""
         t = self.op.outputs[i]
+        _native_dtype(self.op, t)
         s = self.program.specs[t]
         nbytes = s.shape.num_elements() * s.dtype.size
         if nbytes > MEMORY_BYTES:

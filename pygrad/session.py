@@ -121,8 +121,10 @@ class BaseSession:
         if compiled is None:
             compiled = self._compile(elements, feed_tensors, arrays)
             self._plans[key] = compiled
+        host = compiled.host  # string values, which live in Python (None: there are none)
         try:
-            outs = compiled.plan.run(arrays)
+            outs = compiled.plan.run(
+                arrays if host is None or host.plan_feeds is None else [arrays[i] for i in host.plan_feeds])
         except _C.UninitializedError as e:
             raise self._uninitialized(str(e)) from None
         except MemoryError:
@@ -130,6 +132,8 @@ class BaseSession:
         except _C.StepError as e:
             op = compiled.step_ops[e.step]
             raise errors.InvalidArgumentError(None, op, op.error(str(e))) from None
+        if host is not None:
+            outs = host.values(outs, arrays)
         values = [outs[i][()] if i is not None and outs[i].ndim == 0 else outs[i] if i is not None else None
                   for i in compiled.fetch_index]
         if fetch_spec is None:
@@ -145,7 +149,8 @@ class BaseSession:
         for key, value in feed_dict.items():
             t = key if type(key) is Tensor and key.graph is self.graph else self._feed_key(key)
             want = t.dtype.np
-            if type(value) is np.ndarray and value.dtype == want and value.flags.c_contiguous and value.flags.aligned:
+            if type(value) is np.ndarray and value.dtype == want and value.flags.c_contiguous and value.flags.aligned \
+                    and want.kind != "O":  # strings are always converted (to bytes)
                 arr = value
             else:
                 arr = self._convert_feed(t, value)
@@ -165,6 +170,11 @@ class BaseSession:
         if isinstance(value, (Tensor, TensorLike)):
             raise TypeError(f"The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
                             f"Python scalars, strings, lists, numpy ndarrays. (feeding {t.name})")
+        if t.dtype == dtypes.string:
+            try:
+                return dtypes.as_bytes_array(value)
+            except TypeError as e:
+                raise TypeError(errors.op_message(t.op.type, t.op.name, str(e), t.op.site)) from None
         arr = np.asarray(value)
         want = t.dtype.np
         if arr.dtype != want and not np.can_cast(arr.dtype, want, casting="same_kind") and \

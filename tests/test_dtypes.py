@@ -139,3 +139,39 @@ def test_against_tensorflow_casts():
             # (70000 -> 4464 in int16); pygrad saturates. Compared where both are defined.
             keep = np.abs(x) < (np.iinfo(d).max if d != "float16" else np.inf)
             np.testing.assert_array_equal(sess.run(tf.cast(tf.constant(x[keep]), d)), want[keep])
+
+
+# ---------------------------------------------------------------- strings
+
+
+def test_hello_tensorflow():
+    hello = tf.constant("Hello, TensorFlow!")
+    assert hello.dtype == tf.string and tf.as_dtype(str) == tf.string == tf.as_dtype(np.dtype("S5"))
+    with tf.Session() as sess:
+        assert sess.run(hello) == b"Hello, TensorFlow!"  # TF returns bytes
+
+
+def test_string_feeds_and_fetches_beside_numbers():
+    names = tf.placeholder(tf.string, [None], name="names")
+    x = tf.placeholder(tf.float32, [2])
+    labels = tf.constant([["a", "bé"], [b"c", b"d"]])
+    with tf.Session() as sess:
+        got_names, doubled, got_labels, same = sess.run(
+            [names, x * 2, labels, tf.identity(names)], {names: ["x", b"y"], x: [1, 2]})
+    np.testing.assert_array_equal(got_names, np.array([b"x", b"y"], dtype=object))
+    np.testing.assert_array_equal(doubled, [2, 4])
+    np.testing.assert_array_equal(got_labels, np.array([[b"a", "bé".encode()], [b"c", b"d"]], dtype=object))
+    np.testing.assert_array_equal(same, got_names)
+
+
+def test_strings_refused_where_pygrad_has_no_kernel_and_for_non_strings():
+    names = tf.placeholder(tf.string, [None], name="names")
+    joined = tf.concat([names, names], 0, name="joined")
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"ConcatV2 'joined': names:0 is a string tensor"):
+            sess.run(joined, {names: ["a"]})
+        with pytest.raises(TypeError, match=r"Placeholder 'names': Expected a string"):
+            sess.run(names, {names: [1, 2]})
+        np.testing.assert_array_equal(sess.run(names, {names: ["ok"]}), np.array([b"ok"], dtype=object))
+    with pytest.raises(TypeError, match=r"Const 'Const(_\d+)?': Expected a string"):
+        tf.constant([1], dtype=tf.string)

@@ -16,6 +16,8 @@ def numpy_value(value, dtype=None):
     int32 when every one fits, else int64; floats are float32. An integer that does not fit the
     dtype it is converted to is refused, never wrapped (TypeError or ValueError; the caller names
     the op)."""
+    if dtype is not None and dtypes.as_dtype(dtype) == dtypes.string or dtype is None and dtypes.is_string_value(value):
+        return dtypes.as_bytes_array(value)
     is_numpy = isinstance(value, (np.ndarray, np.generic))
     arr = np.asarray(value)
     kind = arr.dtype.kind
