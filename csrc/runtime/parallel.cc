@@ -5,10 +5,17 @@
 // on it, so a helper that wakes up late, after its loop has ended, can never claim a chunk of it.
 // The caller claims chunks too and, when none is left, waits only for the chunks helpers are
 // running. Idle helpers spin briefly for the next loop, then sleep.
+//
+// A helper descheduled in the middle of a chunk (the cores are busy with other processes) still
+// makes the caller wait, up to a scheduler tick. So when a caller has waited that long, the pool
+// runs loops inline, on the caller alone, for a while (doubling while it keeps happening, up to a
+// second), then tries its helpers again: under load a step costs about one thread's time, alone it
+// has every thread. Inline loops run the same chunks, so results do not change.
 #include "pg/parallel.h"
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -27,6 +34,12 @@ using Clock = std::chrono::steady_clock;
 // that a busy process beside us, or our own caller, could use.
 constexpr auto kHelperSpin = std::chrono::microseconds(20);
 constexpr auto kCallerSpin = std::chrono::microseconds(50);
+// A wait for helpers this long (and longer than twice the caller's own share of the loop) means
+// one was descheduled; then loops run inline for kSoloFirst, doubling up to kSoloMost while such
+// waits recur.
+constexpr auto kLongWait = std::chrono::microseconds(500);
+constexpr auto kSoloFirst = std::chrono::milliseconds(20);
+constexpr auto kSoloMost = std::chrono::milliseconds(1000);
 
 inline void relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -45,8 +58,8 @@ class Pool {
 
   void run(int64_t chunks, void (*body)(void*, int64_t), void* ctx) {
     std::unique_lock<std::mutex> lock(loop_mu_, std::try_to_lock);
-    if (!lock.owns_lock() || t_in_loop || wanted_ == 0) {  // inline, the same chunks in order
-      for (int64_t c = 0; c < chunks; ++c) body(ctx, c);
+    if (!lock.owns_lock() || t_in_loop || wanted_ == 0 || Clock::now() < solo_until_) {
+      for (int64_t c = 0; c < chunks; ++c) body(ctx, c);  // inline, the same chunks in order
       return;
     }
     start_helpers();
@@ -60,13 +73,23 @@ class Pool {
       std::lock_guard<std::mutex> g(sleep_mu_);
       if (sleepers_ > 0) wake_.notify_all();
     }
+    const auto start = Clock::now();
     t_in_loop = true;
     claim_and_run(gen);
     t_in_loop = false;
-    const auto until = Clock::now() + kCallerSpin;
+    const auto waiting = Clock::now(), until = waiting + kCallerSpin;
     for (int i = 0; done_.load(std::memory_order_acquire) < chunks; ++i) {
       if (i % 16 != 15 || Clock::now() < until) relax();
       else std::this_thread::yield();
+    }
+    // Chunks of unequal cost make a caller wait too, but about as long as its own share took.
+    const auto now = Clock::now();
+    if (now - waiting < std::max<Clock::duration>(kLongWait, 2 * (waiting - start))) {
+      solo_for_ = Clock::duration::zero();
+    } else {  // a helper was descheduled: go solo for a while
+      solo_for_ = solo_for_ == Clock::duration::zero() ? Clock::duration(kSoloFirst)
+                                                        : std::min<Clock::duration>(2 * solo_for_, kSoloMost);
+      solo_until_ = now + solo_for_;
     }
   }
 
@@ -129,8 +152,10 @@ class Pool {
   std::atomic<void (*)(void*, int64_t)> body_{nullptr};
   std::atomic<void*> ctx_{nullptr};
   std::atomic<int64_t> done_{0};
-  std::mutex loop_mu_;  // held by the thread running a loop; guards wanted_ and helpers_
+  std::mutex loop_mu_;  // held by the thread running a loop; guards wanted_, helpers_ and solo_for_
   int wanted_ = 0;
+  Clock::duration solo_for_{};
+  Clock::time_point solo_until_{};  // loops start inline until then
   std::vector<std::thread> helpers_;
   std::mutex sleep_mu_;  // guards sleepers_ and stop_
   std::condition_variable wake_;
