@@ -1,5 +1,9 @@
 """The native library: every kernels.def entry is bound, and bad arguments raise instead of crashing."""
+import os
 import re
+import signal
+import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -78,3 +82,33 @@ def test_native_benchmark_runner_sets_pygrads_environment_defaults():
     runner = (KERNELS_DEF.parents[2] / "benches" / "native" / "bench_kernels.cc").read_text()
     in_runner = dict(re.findall(r'set_default\("(\w+)", "(\w+)"\)', runner))
     assert in_runner == {**tf._ENV_DEFAULTS, **tf._AMD_AVX512_ENV_DEFAULTS}
+
+
+def test_a_forked_child_runs_parallel_loops():
+    """The thread pool's helpers do not survive fork(); a child gets a pool of its own."""
+    x = tf.placeholder(tf.float32, [None])
+    y = tf.reduce_sum(tf.exp(x * 0.001))
+    big = np.ones(1 << 20, np.float32)
+    old = tf.get_num_threads()
+    tf.set_num_threads(2)
+    try:
+        with tf.Session() as sess:
+            want = sess.run(y, {x: big})  # the parent's helpers are running
+            with warnings.catch_warnings():  # Python 3.12 warns that forking a threaded process is risky
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+            if pid == 0:  # the child: exit code 0 only if the same value comes out
+                os._exit(0 if sess.run(y, {x: big}) == want else 1)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    break
+                time.sleep(0.05)
+            else:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                pytest.fail("the forked child hung in a parallel loop")
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    finally:
+        tf.set_num_threads(old)
