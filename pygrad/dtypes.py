@@ -1,5 +1,6 @@
 """DType objects (tf.float32, ...) and their NumPy and native counterparts."""
 import builtins
+import math
 import os
 
 import numpy as np
@@ -118,6 +119,19 @@ def as_dtype(value):
                     f"{', '.join(d.name for d in ALL_DTYPES)})")
 
 
+def scalar_fits(v, target):
+    """fits() for one Python int or float v and a NumPy dtype target (an int or float type)."""
+    if target.kind == "f":
+        return not (isinstance(v, builtins.float) and math.isfinite(v) and abs(v) > _FLOAT_MAX[target])
+    lo, hi = _INT_RANGE[target]
+    return lo <= v <= hi if not isinstance(v, builtins.float) else lo <= v < -lo
+
+
+_FLOAT_MAX = {np.dtype(t): builtins.float(np.finfo(t).max) for t in ("float16", "float32", "float64")}
+_INT_RANGE = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+              for t in ("uint8", "int8", "int16", "uint16", "int32", "int64")}
+
+
 def as_bytes_array(value):
     """value (str, bytes, or nested lists or arrays of them) as a NumPy object array of bytes, str
     encoded as UTF-8, as TF holds strings; TypeError for anything else."""
@@ -146,6 +160,8 @@ def fits(arr, np_dtype):
     target = np.dtype(np_dtype)
     if arr.size == 0 or arr.dtype.kind == "b" or target.kind == "b":
         return True
+    if arr.size == 1:  # a fed Python number: compared in Python, without NumPy's reductions
+        return scalar_fits(arr.item(), target)
     lo, hi = arr.min(), arr.max()
     if target.kind == "f":
         finite = np.finfo(target).max

@@ -175,21 +175,27 @@ class BaseSession:
                 return dtypes.as_bytes_array(value)
             except TypeError as e:
                 raise TypeError(errors.op_message(t.op.type, t.op.name, str(e), t.op.site)) from None
-        arr = np.asarray(value)
         want = t.dtype.np
+        kind = type(value)
+        if (kind is float and want.kind == "f" or kind is int and want.kind in "fiu") and \
+                dtypes.scalar_fits(value, want):
+            return np.array(value, want)  # a Python number (the common feed of a scalar placeholder)
+        arr = np.asarray(value)
         if arr.dtype != want and not np.can_cast(arr.dtype, want, casting="same_kind") and \
                 not (arr.dtype.kind in "iub" and want.kind in "iu"):
             raise TypeError(errors.op_message(
                 t.op.type, t.op.name, f"cannot feed a value of dtype {arr.dtype} to a tensor of dtype "
                                       f"{t.dtype.name}", t.op.site))
-        if arr.dtype != want and not dtypes.fits(arr, want):
+        if arr.dtype == want:  # copied only when misaligned or not contiguous
+            return arr if arr.flags.c_contiguous and arr.flags.aligned else arr.copy()
+        if not dtypes.fits(arr, want):
             shown = value if np.size(value) <= 8 else f"with values in [{arr.min()}, {arr.max()}]"
             larger = "int64" if want.kind in "iu" else "float64"
             raise TypeError(errors.op_message(
                 t.op.type, t.op.name, f"Type of feed value {shown} with type {type(value)} is not compatible with "
                                       f"Tensor type {t.dtype.name}: it does not fit. Try explicitly setting the type "
                                       f"of the feed tensor to a larger type (e.g. {larger}).", t.op.site))
-        return np.require(arr, want, ["C_CONTIGUOUS", "ALIGNED"])  # copies only where needed
+        return arr.astype(want, order="C")
 
     def _compile(self, elements, feed_tensors, arrays):
         for t, a in zip(feed_tensors, arrays):

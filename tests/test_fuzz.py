@@ -362,9 +362,6 @@ def test_reduce_max_min_ties_split_the_gradient(data):
 # ---------------------------------------------------------------- found by fuzzing
 
 
-@pytest.mark.xfail(strict=True, reason="pygrad bug: d pow(x, y) / dy is NaN for x = -inf (TF: 0); _pow_grad masks "
-                                       "log(x) as log(x * positive + (1 - positive)), and -inf * 0 is NaN, where TF "
-                                       "selects: where(x > 0, log(x), 0)")
 def test_pow_gradient_wrt_exponent_at_minus_infinity():
     """Found by running the binary ops on special values (+-0, +-inf, nan) against TensorFlow. TF's
     _PowGrad: dz/dy = z * where(x > 0, log(x), 0), so for x = -inf and z = pow(x, y) finite

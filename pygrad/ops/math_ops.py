@@ -2,7 +2,8 @@
 operators of Tensor and Variable (`a + b` builds Add), installed here as TF1's math_ops does."""
 from pygrad import dtypes
 from pygrad.graph import override_operator
-from pygrad.ops.array_ops import cast, convert_n_same_dtype, convert_to_tensor, zeros_like
+from pygrad.ops.array_ops import cast, convert_n_same_dtype, convert_to_tensor, ones_like, zeros_like
+from pygrad.ops.manip_ops import Select
 from pygrad.registry import CUSTOM, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape, broadcast_shape
 
@@ -145,8 +146,8 @@ def _binary(type_name, kernel_op, allowed, grad=None, out_dtype=None):
 def _pow_grad(op, dy):
     x, y = op.inputs
     z = op.outputs[0]
-    positive = cast(greater(x, 0.0), x.dtype)
-    safe_log_x = log(x * positive + (1.0 - positive))  # log(x) where x > 0, else 0 (as TF)
+    positive = greater(x, 0.0)  # TF's _PowGrad: log(x) where x > 0, else 0, selected (not masked
+    safe_log_x = Select(positive, log(Select(positive, x, ones_like(x))), zeros_like(x))  # by a product)
     return [dy * y * pow(x, y - 1.0), dy * z * safe_log_x]
 
 
