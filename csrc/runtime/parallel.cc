@@ -8,8 +8,8 @@
 //
 // A helper descheduled in the middle of a chunk (the cores are busy with other processes) still
 // makes the caller wait, up to a scheduler tick. So when a caller has waited that long, the pool
-// runs loops inline, on the caller alone, for a while (doubling while it keeps happening, up to a
-// second), then tries its helpers again: under load a step costs about one thread's time, alone it
+// runs loops inline, on the caller alone, for a while (20 ms, doubling up to a second while it
+// recurs), then tries its helpers again: under load a step costs about one thread's time, alone it
 // has every thread. Inline loops run the same chunks, so results do not change.
 #include "pg/parallel.h"
 
@@ -36,7 +36,7 @@ constexpr auto kHelperSpin = std::chrono::microseconds(20);
 constexpr auto kCallerSpin = std::chrono::microseconds(50);
 // A wait for helpers this long (and longer than twice the caller's own share of the loop) means
 // one was descheduled; then loops run inline for kSoloFirst, doubling up to kSoloMost while such
-// waits recur.
+// waits recur (each within a second of the end of the last solo period).
 constexpr auto kLongWait = std::chrono::microseconds(500);
 constexpr auto kSoloFirst = std::chrono::milliseconds(20);
 constexpr auto kSoloMost = std::chrono::milliseconds(1000);
@@ -84,12 +84,13 @@ class Pool {
     }
     // Chunks of unequal cost make a caller wait too, but about as long as its own share took.
     const auto now = Clock::now();
-    if (now - waiting < std::max<Clock::duration>(kLongWait, 2 * (waiting - start))) {
-      solo_for_ = Clock::duration::zero();
-    } else {  // a helper was descheduled: go solo for a while
-      solo_for_ = solo_for_ == Clock::duration::zero() ? Clock::duration(kSoloFirst)
-                                                        : std::min<Clock::duration>(2 * solo_for_, kSoloMost);
+    if (now - waiting >= std::max<Clock::duration>(kLongWait, 2 * (waiting - start))) {
+      // A helper was descheduled: go solo for a while, twice as long as last time if that was
+      // recent (the load goes on), else for kSoloFirst.
+      const bool recent = now - last_long_wait_ < 2 * solo_for_ + kSoloMost;
+      solo_for_ = recent ? std::min<Clock::duration>(2 * solo_for_, kSoloMost) : Clock::duration(kSoloFirst);
       solo_until_ = now + solo_for_;
+      last_long_wait_ = now;
     }
   }
 
@@ -154,8 +155,8 @@ class Pool {
   std::atomic<int64_t> done_{0};
   std::mutex loop_mu_;  // held by the thread running a loop; guards wanted_, helpers_ and solo_for_
   int wanted_ = 0;
-  Clock::duration solo_for_{};
-  Clock::time_point solo_until_{};  // loops start inline until then
+  Clock::duration solo_for_{kSoloFirst};
+  Clock::time_point solo_until_{}, last_long_wait_{};  // loops start inline until solo_until_
   std::vector<std::thread> helpers_;
   std::mutex sleep_mu_;  // guards sleepers_ and stop_
   std::condition_variable wake_;
