@@ -186,7 +186,7 @@ PYBIND11_MODULE(_C, m) {
   m.attr("dtypes") = dtypes;
   m.attr("max_rank") = kMaxDims;
   m.def("kernel_names", &kernel_names, "Every kernel in kernels.def, in order.");
-  m.def("set_num_threads", &set_num_threads, py::arg("n"), "Threads for OpenMP loops and the BLAS together.");
+  m.def("set_num_threads", &set_num_threads, py::arg("n"), "Threads for pygrad's parallel loops and its matrix products together.");
   m.def("get_num_threads", &get_num_threads);
   m.def("call", &call_kernel, py::arg("kernel"), py::arg("inputs"), py::arg("outputs"), py::arg("attrs") = py::dict(),
         "Run one kernel on C-contiguous NumPy arrays; outputs are written in place.");

@@ -11,12 +11,12 @@ _AMD_AVX512_ENV_DEFAULTS = {"OPENBLAS_CORETYPE": "SkylakeX"}
 def _native_library_defaults():
     """Defaults for the OpenMP runtime and the BLAS, read when they load; the environment overrides.
 
-    - OMP_WAIT_POLICY=PASSIVE: OpenMP threads that finish a loop sleep rather than spin. Spinning
-      threads starve the BLAS's own threads: on two cores a conv2d layer ran 6x slower.
+    pygrad's own loops run on its thread pool and call the BLAS on one thread, so the first two
+    matter only to OpenMP or OpenBLAS threads that other code in the process starts; they keep
+    those from spinning on cores pygrad's threads need:
+    - OMP_WAIT_POLICY=PASSIVE: OpenMP threads that finish a loop sleep rather than spin.
     - OPENBLAS_THREAD_TIMEOUT=16: OpenBLAS's threads spin for 2^16 cycles (tens of microseconds)
-      after a call before they sleep, not its default 2^28 (about a tenth of a second). Spinning
-      BLAS threads starve pygrad's OpenMP workers in turn: the Deep MNIST convnet's training step
-      on two threads took 52 ms with the default and 32 ms with this.
+      after a call before they sleep, not its default 2^28 (about a tenth of a second).
     - OPENBLAS_CORETYPE=SkylakeX on AMD CPUs with AVX-512 (Zen 4 on): OpenBLAS's dispatch gives them
       its Haswell (AVX2) kernels; its AVX-512 ones make a 5x5x32x64 conv2d 1.6x faster."""
     for name, value in _ENV_DEFAULTS.items():

@@ -24,7 +24,7 @@
 //   pygrad_bench [--filter SUBSTRING] [--threads N] [--min-time SECONDS] [--csv]
 //     --filter SUBSTRING  only the cases whose name contains SUBSTRING. Names start with the kernel
 //                         name from pg/kernels.def: "conv2d", "matmul_fwd/512", "_bwd", "apply_".
-//     --threads N         threads for OpenMP loops and the BLAS together (pg::set_num_threads);
+//     --threads N         threads for pygrad's parallel loops and gemms (pg::set_num_threads);
 //                         default 1, for repeatable numbers.
 //     --min-time SECONDS  timed seconds per case (default 0.2).
 //     --csv               one CSV row per case on stdout; the run's settings go to stderr.

@@ -663,8 +663,8 @@ Step build_broadcast_to(const KernelCall& c) {
 
 // TF's CheckNumerics: throws "<message> : Tensor had NaN values" (or Inf values; NaN wins) if x
 // holds any; otherwise does nothing (the op's output is x itself). The flags are gathered over
-// the parallel chunks and the throw happens after them (an exception must not leave an OpenMP
-// region).
+// the parallel chunks and the throw happens after them (an exception must not leave a chunk:
+// pg/parallel.h).
 template <class T> void check_numerics(ConstView<T> x, const std::string& message) {
   std::atomic<int> found{0};  // bit 0: an Inf, bit 1: a NaN
   parallel_for(x.size(), kGrain, [&](int64_t b, int64_t e) {
