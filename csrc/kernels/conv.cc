@@ -245,16 +245,18 @@ ConvGeom check_conv_call(const KernelCall& c, const Shape& x, const Shape& w, co
 }
 
 // The implementation: attribute "impl" (default "auto"): "im2col" runs the kernels above, "onednn"
-// oneDNN's (conv_onednn.cc; an error where it does not serve the call), "auto" oneDNN for the
-// float32 forward where it serves the call and the kernels above elsewhere. Measured on the Deep
-// MNIST layers (bench_kernels, 1 and 2 threads), oneDNN's forward is 1.4-2.6x faster, while its
-// gradients on these plain layouts (NHWC, HWIO) are 0.5-1.0x (input) and 0.8-1.4x (filter).
+// oneDNN's (conv_onednn.cc; an error where it does not serve the call), "auto" oneDNN for float32
+// where it serves the call and the kernels above elsewhere, except the input gradient of a
+// convolution with fewer than kOneDnnMinInputChannels input channels, where oneDNN's kernel (a
+// forward convolution over the transposed filter) is slower than im2col.
 Step choose_impl(const KernelCall& c, ConvPass pass, const ConvGeom& g, Step im2col_step) {
   const char* op = c.kernel.c_str();
   const std::string impl = c.attrs.has("impl") ? c.attrs.s("impl", op) : "auto";
   PG_CHECK(impl == "auto" || impl == "im2col" || impl == "onednn", op,
            "impl must be 'auto', 'im2col' or 'onednn', got '%s'", impl.c_str());
-  if (impl == "im2col" || (impl == "auto" && pass != ConvPass::forward)) return im2col_step;
+  constexpr int64_t kOneDnnMinInputChannels = 8;
+  if (impl == "im2col" || (impl == "auto" && pass == ConvPass::backward_input && g.c < kOneDnnMinInputChannels))
+    return im2col_step;
   if (c.in[0].dtype != DType::f32) {
     if (impl == "onednn") throw DTypeError(format_error(op, "the oneDNN kernels are float32 only, got %s",
                                                         dtype_name(c.in[0].dtype)));
