@@ -1,9 +1,7 @@
 // Float32 2-D convolutions by oneDNN: the forward, input-gradient and filter-gradient kernels of
 // conv.cc's builders, on the same layouts (x and y NHWC, w HWIO, taken as they are) and padding.
 //
-// Threads: oneDNN (its GNU OpenMP build) would start an OpenMP team of its own inside pygrad's
-// loops. Instead each primitive runs on the thread that calls it, with that thread's OpenMP
-// thread count held at one (a per-thread setting, restored afterwards), and pygrad's pool splits
+// Threads: each primitive runs on the thread that calls it (kernels/onednn.h), and pygrad's pool splits
 // the batch: with t threads, into min(t, n) runs of whole images, image boundaries n * k / chunks,
 // so the runs have at most two sizes. A primitive is created per run size, when the plan is built
 // for the thread count then set, and later (once, under a lock) for a thread count set after that.
@@ -23,42 +21,22 @@
 // Served: every float32 convolution with nonempty operands for which oneDNN has an implementation
 // other than its reference one (which is slower than im2col); conv.cc keeps the others.
 
-#include <omp.h>
-
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
 
 #include "kernels/conv.h"
+#include "kernels/onednn.h"
 #include "pg/parallel.h"
-#include "pg/scratch.h"
 
 namespace pg {
 namespace {
 
 using dnnl::memory;
 using tag = memory::format_tag;
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// While in scope, OpenMP regions started by the calling thread (oneDNN's) run on that thread alone.
-class OneOpenMPThread {
- public:
-  OneOpenMPThread() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
-  ~OneOpenMPThread() { omp_set_num_threads(saved_); }
-  OneOpenMPThread(const OneOpenMPThread&) = delete;
-  OneOpenMPThread& operator=(const OneOpenMPThread&) = delete;
-
- private:
-  int saved_;
-};
 
 // The batch split for a thread count: `chunks` runs, run k holding images [n * k / chunks, n * (k + 1) / chunks).
 int64_t batch_chunks(int64_t n) {
@@ -78,13 +56,6 @@ struct Primitive {
   dnnl::primitive reorder;     // HWIO <-> blocked; empty when blocked is HWIO
   bool reordered() const { return bool(reorder); }
 };
-
-// size bytes of the calling thread's scratch, 64-byte aligned, apart from other Tags' buffers.
-template <class Tag> void* aligned_scratch(size_t bytes) {
-  constexpr size_t kAlign = 64;
-  auto* raw = thread_scratch<unsigned char, Tag>(int64_t(bytes + kAlign));
-  return raw + (kAlign - reinterpret_cast<uintptr_t>(raw) % kAlign) % kAlign;
-}
 
 // The primitives of one convolution, by run size.
 class ConvPrimitives {
@@ -114,7 +85,7 @@ class ConvPrimitives {
     const int64_t x_off = n0 * g.h * g.w * g.c, y_off = n0 * g.oh * g.ow * g.o;
     auto src = [](const float* p) { return const_cast<float*>(p); };
     OneOpenMPThread one;
-    dnnl::engine& eng = cpu_engine();
+    dnnl::engine& eng = onednn_engine();
     dnnl::stream stream(eng);
     std::unordered_map<int, memory> args;
     struct BlockedFilter;  // the filter in the primitive's layout
@@ -160,7 +131,7 @@ class ConvPrimitives {
   std::unique_ptr<Primitive> create(int64_t batch) const {
     const ConvGeom& g = g_;
     OneOpenMPThread one;  // implementations are chosen for the thread count they will run on
-    dnnl::engine& eng = cpu_engine();
+    dnnl::engine& eng = onednn_engine();
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     const memory::dims strides{g.sh, g.sw}, pad_l{g.pt, g.pl}, pad_r{g.pad_bottom(), g.pad_right()};
@@ -197,7 +168,7 @@ class ConvPrimitives {
     if (is_reference(impl)) return nullptr;
     auto p = std::make_unique<Primitive>(Primitive{std::move(prim), scratch, batch, blocked, {}});
     if (blocked != w_desc()) {
-      dnnl::engine& eng = cpu_engine();
+      dnnl::engine& eng = onednn_engine();
       const bool out_of = pass_ == ConvPass::backward_filter;
       p->reorder = dnnl::reorder(dnnl::reorder::primitive_desc(eng, out_of ? blocked : w_desc(), eng,
                                                                out_of ? w_desc() : blocked));

@@ -9,8 +9,19 @@
 
 namespace pg {
 
+// c [m, n] = op(a) @ op(b) by oneDNN's matmul on the calling thread (kernels/matmul_onednn.cc);
+// false when oneDNN has no implementation but its reference one for these strides.
+bool onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                  int64_t ldb, float* c, int64_t ldc);
+
+// Float32 products with at least kOneDnnMinSide rows and columns and kOneDnnMinMacs multiply-adds go
+// to oneDNN, which is faster there (matmul_onednn.cc); the rest, and beta != 0, to the BLAS.
 inline void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                       int64_t ldb, float beta, float* c, int64_t ldc) {
+  constexpr int64_t kOneDnnMinSide = 32, kOneDnnMinMacs = int64_t{1} << 18;
+  if (beta == 0.0f && m >= kOneDnnMinSide && n >= kOneDnnMinSide && m * n * k >= kOneDnnMinMacs &&
+      onednn_sgemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc))
+    return;
   scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
                     int(k), 1.0f, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }

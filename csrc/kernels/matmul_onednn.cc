@@ -1,0 +1,89 @@
+// Float32 matrix products by oneDNN's matmul primitive (its brgemm kernels), for pg/gemm.h's
+// one-thread products: onednn_sgemm. Measured on one thread against scipy-openblas32 (bench_kernels
+// and the shapes of the benchmarks' models), oneDNN is 1.1-1.4x faster from about 32 rows and
+// columns up (the Deep MNIST fc1 layer and its gradients, the 784-256-256-10 MLP, 1024^3), and
+// slower on thin products (10 columns: 0.6x); gemm.h sends it the products it wins.
+//
+// A primitive is created for each (transposes, m, n, k, leading dimensions) the first time it is
+// asked for and kept in a process-wide cache (at most kMaxPrimitives; the cache is emptied when full).
+// The scratchpad is the calling thread's scratch, so runs of one primitive may overlap.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include "kernels/onednn.h"
+#include "pg/gemm.h"
+
+namespace pg {
+
+dnnl::engine& onednn_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+namespace {
+
+using dnnl::memory;
+using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+
+struct Matmul {
+  dnnl::matmul prim;
+  memory::desc a, b, c, scratch;
+};
+
+constexpr size_t kMaxPrimitives = 1024;
+
+// The primitive for key, or nullptr when oneDNN has only its reference implementation for it.
+std::shared_ptr<const Matmul> matmul_for(const Key& key) {
+  static std::mutex mu;
+  static std::map<Key, std::shared_ptr<const Matmul>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() >= kMaxPrimitives) cache.clear();
+  const auto [ta, tb, m, n, k, lda, ldb, ldc] = key;
+  const auto f32 = memory::data_type::f32;
+  memory::desc a({m, k}, f32, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
+  memory::desc b({k, n}, f32, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
+  memory::desc c({m, n}, f32, memory::dims{ldc, 1});
+  std::shared_ptr<const Matmul> made;
+  try {
+    OneOpenMPThread one;  // the implementation is chosen for the one thread it runs on
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::matmul::primitive_desc pd(onednn_engine(), a, b, c, attr);
+    if (std::string(pd.impl_info_str()).find("ref") == std::string::npos)
+      made = std::make_shared<const Matmul>(Matmul{dnnl::matmul(pd), a, b, c, pd.scratchpad_desc()});
+  } catch (const dnnl::error&) {  // no implementation for these strides
+  }
+  cache.emplace(key, made);
+  return made;
+}
+
+}  // namespace
+
+bool onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                  int64_t ldb, float* c, int64_t ldc) {
+  const std::shared_ptr<const Matmul> mm = matmul_for(Key{ta, tb, m, n, k, lda, ldb, ldc});
+  if (!mm) return false;
+  OneOpenMPThread one;
+  dnnl::engine& eng = onednn_engine();
+  dnnl::stream stream(eng);
+  auto in = [](const float* p) { return const_cast<float*>(p); };
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(mm->a, eng, in(a))},
+                                       {DNNL_ARG_WEIGHTS, memory(mm->b, eng, in(b))},
+                                       {DNNL_ARG_DST, memory(mm->c, eng, c)}};
+  if (const size_t bytes = mm->scratch.get_size()) {
+    struct MatmulScratch;
+    args.emplace(DNNL_ARG_SCRATCHPAD, memory(mm->scratch, eng, aligned_scratch<MatmulScratch>(bytes)));
+  }
+  mm->prim.execute(stream, args);
+  stream.wait();
+  return true;
+}
+
+}  // namespace pg

@@ -1,0 +1,38 @@
+// What the oneDNN-backed kernels (conv_onednn.cc, matmul_onednn.cc) share: the CPU engine, the
+// scope that keeps oneDNN's OpenMP regions on the calling thread, and aligned thread scratch.
+//
+// Threads: oneDNN (its GNU OpenMP build) would start an OpenMP team of its own inside pygrad's
+// loops. Instead each primitive runs on the thread that calls it, with that thread's OpenMP thread
+// count held at one (a per-thread setting, restored afterwards); pygrad's pool does the splitting.
+#pragma once
+#include <omp.h>
+
+#include <cstdint>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "pg/scratch.h"
+
+namespace pg {
+
+dnnl::engine& onednn_engine();
+
+// While in scope, OpenMP regions started by the calling thread (oneDNN's) run on that thread alone.
+class OneOpenMPThread {
+ public:
+  OneOpenMPThread() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  ~OneOpenMPThread() { omp_set_num_threads(saved_); }
+  OneOpenMPThread(const OneOpenMPThread&) = delete;
+  OneOpenMPThread& operator=(const OneOpenMPThread&) = delete;
+
+ private:
+  int saved_;
+};
+
+// `bytes` of the calling thread's scratch, 64-byte aligned, apart from other Tags' buffers.
+template <class Tag> void* aligned_scratch(size_t bytes) {
+  constexpr size_t kAlign = 64;
+  auto* raw = thread_scratch<unsigned char, Tag>(int64_t(bytes + kAlign));
+  return raw + (kAlign - reinterpret_cast<uintptr_t>(raw) % kAlign) % kAlign;
+}
+
+}  // namespace pg

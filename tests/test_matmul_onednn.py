@@ -1,0 +1,74 @@
+"""Float32 products on both sides of the oneDNN / BLAS threshold (pg/gemm.h): oneDNN's matmul serves
+products with at least 32 rows and columns and 2^18 multiply-adds, the BLAS the rest; both must agree
+with a float64 NumPy product, for every transpose, on one and two threads, and repeat bitwise."""
+import numpy as np
+import pytest
+
+import pygrad as tf
+from pygrad import _C
+
+SHAPES = [  # (m, n, k): oneDNN's, then the BLAS's (thin, small), then pool-split ones
+    (64, 64, 64), (50, 1024, 3136), (128, 256, 784), (100, 10, 784), (784, 10, 100), (1, 256, 784),
+    (31, 300, 300), (300, 33, 700), (1000, 64, 9),
+]
+
+
+@pytest.fixture(params=[1, 2])
+def threads(request):
+    old = tf.get_num_threads()
+    tf.set_num_threads(request.param)
+    yield request.param
+    tf.set_num_threads(old)
+
+
+def product(a, b, ta, tb):
+    c = np.empty((a.shape[1] if ta else a.shape[0], b.shape[0] if tb else b.shape[1]), np.float32)
+    _C.call("matmul_fwd", [a, b], [c], {"transpose_a": int(ta), "transpose_b": int(tb)})
+    return c
+
+
+@pytest.mark.parametrize("m,n,k", SHAPES)
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_float32_products_match_float64(threads, m, n, k, ta, tb):
+    rng = np.random.default_rng(m * 7 + n * 3 + k)
+    a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = (a64.T if ta else a64) @ (b64.T if tb else b64)
+    got = product(a, b, ta, tb)
+    # float32 sums of k products of unit normals: error grows like sqrt(k) * eps * |terms|
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.sqrt(k) * 4)
+    np.testing.assert_array_equal(product(a, b, ta, tb), got)
+
+
+def test_graph_matmul_and_gradients_through_onednn():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((96, 200)).astype(np.float32)
+    w = rng.standard_normal((200, 64)).astype(np.float32)
+    xt, wt = tf.constant(x), tf.Variable(w)
+    y = tf.matmul(xt, wt)
+    gx, gw = tf.gradients(tf.reduce_sum(y * y), [xt, wt])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        yv, gxv, gwv = sess.run([y, gx, gw])
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    y64 = x64 @ w64
+    np.testing.assert_allclose(yv, y64, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(gxv, 2 * y64 @ w64.T, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(gwv, 2 * x64.T @ y64, rtol=1e-4, atol=1e-3)
+
+
+def test_onednn_serves_the_large_products_only():
+    """oneDNN's verbose log (read once, when the library loads) lists the primitives that ran."""
+    import subprocess
+    import sys
+    code = ("import numpy as np; from pygrad import _C\n"
+            "for m, n, k in [(50, 1024, 3136), (100, 10, 784)]:\n"
+            "    _C.call('matmul_fwd', [np.ones((m, k), np.float32), np.ones((k, n), np.float32)],\n"
+            "            [np.empty((m, n), np.float32)], {})\n")
+    out = subprocess.run([sys.executable, "-c", code], env={**__import__("os").environ, "ONEDNN_VERBOSE": "1"},
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    executed = [line for line in out.splitlines() if line.startswith("onednn_verbose") and ",exec," in line
+                and ",matmul," in line]
+    assert any("50x3136:3136x" in line for line in executed), out
+    assert not any("100x784" in line for line in executed), out
