@@ -49,7 +49,12 @@ def test_random_uniform(dtype):
     _assert_mean_std(rv, 0.5, 5 / math.sqrt(12), "uniform [-2, 3)")
     counts, _ = np.histogram(rv, bins=20, range=(-2.0, 3.0))
     assert np.all(np.abs(counts / (rv.size / 20) - 1) < 0.05)
-    assert len(np.unique(uv)) > 0.99 * N  # not a coarse grid
+    # not a coarse grid: TF's resolution, 2^-23 (2^-52), leaves about N^2 / (2 * grid) repeats
+    grid = 2.0 ** (23 if dtype == tf.float32 else 52)
+    assert len(np.unique(uv)) > N - 1.5 * N * N / (2 * grid) - 10
+    # ... and on that grid, so that keep_prob + u < keep_prob + 1 in the dtype (dropout's floor)
+    np.testing.assert_array_equal(uv * grid, np.floor(uv * grid))
+    assert np.all(uv.dtype.type(1) + uv < 2)
 
 
 def test_random_uniform_tensor_bounds():

@@ -39,12 +39,14 @@ struct Philox {
   }
 };
 
-// Uniform in [0, 1) from 32 random bits (float) or 53 bits from two words (double).
+// Uniform in [0, 1) as TF's Uint32ToFloat / Uint64ToDouble make it: the 23 (52) low bits of one word
+// (two words) as the mantissa of a number in [1, 2), minus 1. With one bit fewer than the type holds,
+// keep_prob + u stays below keep_prob + 1 in the type's arithmetic (dropout's floor(1.0 + u) is 1).
 template <class T> T uniform01(const uint32_t* w);
-template <> float uniform01<float>(const uint32_t* w) { return float(w[0] >> 8) * (1.0f / 16777216.0f); }
+template <> float uniform01<float>(const uint32_t* w) { return float(w[0] & 0x7fffffu) * (1.0f / 8388608.0f); }
 template <> double uniform01<double>(const uint32_t* w) {
-  const uint64_t bits = (uint64_t(w[0]) << 21) ^ (w[1] >> 11);
-  return double(bits & ((uint64_t(1) << 53) - 1)) * (1.0 / 9007199254740992.0);
+  const uint64_t bits = (uint64_t(w[0]) << 32 | w[1]) & ((uint64_t(1) << 52) - 1);
+  return double(bits) * (1.0 / 4503599627370496.0);
 }
 
 // A standard normal from four words (Box-Muller on two uniforms in (0, 1]).
@@ -58,20 +60,33 @@ template <class T> T normal(const uint32_t* w) {
 enum class Distribution { uniform, normal, truncated_normal };
 
 // y[i] = a draw of `dist` for element i: uniform in [0, 1), standard normal, or standard normal
-// redrawn until |x| <= 2 (TF's truncated_normal). Element i uses counters (base + i, attempt);
-// the caller advances the counter by y.size() after the draw.
+// redrawn until |x| <= 2 (TF's truncated_normal). A uniform float takes one of the four words of a
+// Philox block (a double two), so element i is word i % per of block (base + i / per, 0); a normal
+// takes a whole block: element i uses blocks (base + i, attempt). The caller advances the counter
+// by y.size() after the draw, so later draws never reuse a block.
 template <class T> void random_fwd(Distribution dist, uint32_t seed0, uint32_t seed1, int64_t base, View<T> y) {
   const Philox philox{seed0, seed1};
+  if (dist == Distribution::uniform) {
+    constexpr int64_t per = 4 / (sizeof(T) / sizeof(float));  // draws per block
+    parallel_for(y.size(), 1 << 14, [&](int64_t b, int64_t e) {
+      uint32_t w[4];
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t word = i % per;
+        if (word == 0 || i == b) {
+          const uint64_t c = uint64_t(base + i / per);
+          philox(uint32_t(c), uint32_t(c >> 32), 0, 0x5eedu, w);
+        }
+        y.data[i] = uniform01<T>(w + word * (4 / per));
+      }
+    });
+    return;
+  }
   parallel_for(y.size(), 1 << 14, [&](int64_t b, int64_t e) {
     uint32_t w[4];
     for (int64_t i = b; i < e; ++i) {
       const uint64_t c = uint64_t(base + i);
       for (uint32_t attempt = 0;; ++attempt) {
         philox(uint32_t(c), uint32_t(c >> 32), attempt, 0x5eedu, w);
-        if (dist == Distribution::uniform) {
-          y.data[i] = uniform01<T>(w);
-          break;
-        }
         const T x = normal<T>(w);
         if (dist == Distribution::normal || std::fabs(x) <= T(2)) {
           y.data[i] = x;
