@@ -43,6 +43,21 @@ printed (float32 rounding gives about 1e-6 to 1e-4).
 Threads: every library gets --threads threads, set as benches/common.py describes. A peer that
 cannot be imported is skipped with a message.
 
+Header: the CPU, the BLAS libraries loaded (and the OpenBLAS core each dispatched to), and the
+oneDNN implementations pygrad's and TensorFlow's convolutions ran (brgconv:avx512_core,
+jit:avx512_core, ...): before timing, the script runs itself again per library with
+``--onednn-probe LIBRARY`` and ONEDNN_VERBOSE=1, which trains one step and infers one batch, and
+summarizes oneDNN's verbose lines (common.onednn_description).
+
+FLOPs (``train_flops``, ``inference_flops``; used by bench_sweep.py): 2*M*N*K per matrix product,
+a convolution counted as the product of its im2col form, 2 * N*OH*OW*O * KH*KW*C (the taps over
+the padding included). A training step runs each layer's forward, its weight gradient and the
+gradient of its input, except conv1's input gradient (the fed images need none):
+  per example  conv1 2*28*28*32*25 = 1,254,400 (x2), conv2 2*14*14*64*800 = 20,070,400 (x3),
+               fc1 2*3136*1024 = 6,422,528 (x3), fc2 2*1024*10 = 20,480 (x3)
+               = 82,049,024 per training example, 27,767,808 per inferred one.
+Bias additions, relu, pooling, dropout, softmax and Adam are not counted.
+
 Run:
   python benches/bench_convnet.py --data-dir DIR [--steps 100] [--inference-steps 200]
                                   [--warmup 5] [--repeats 3] [--threads 1]
@@ -80,6 +95,27 @@ def initial_values(seed):
     for name, n in (("b_conv1", 32), ("b_conv2", 64), ("b_fc1", 1024), ("b_fc2", 10)):
         init[name] = np.full([n], 0.1, dtype=np.float32)
     return init
+
+
+# The layers as matrix products: (name, rows per example, columns, inner dimension, whether the
+# layer's input needs a gradient). A convolution's rows are its output positions, its inner
+# dimension the filter taps (KH*KW*C).
+LAYERS = (("conv1", 28 * 28, 32, 5 * 5 * 1, False),
+          ("conv2", 14 * 14, 64, 5 * 5 * 32, True),
+          ("fc1", 1, 1024, 7 * 7 * 64, True),
+          ("fc2", 1, 10, 1024, True))
+
+
+def inference_flops(batch):
+    """FLOPs of the forward products for `batch` examples: sum of 2 * batch*rows * cols * inner."""
+    return sum(2 * batch * rows * cols * inner for _, rows, cols, inner, _ in LAYERS)
+
+
+def train_flops(batch):
+    """FLOPs of a training step's products: each layer's forward and weight gradient, and its input
+    gradient where the layer below needs one (not conv1's: its input is the fed batch)."""
+    return sum(2 * batch * rows * cols * inner * (3 if input_grad else 2)
+               for _, rows, cols, inner, input_grad in LAYERS)
 
 
 # --------------------------------------------------------------------------- TF1 (pygrad, tensorflow)
@@ -243,6 +279,27 @@ def network(lib, init):
     return tf1_network(lib.module, init, lib.session_kwargs)
 
 
+def onednn_probe(libs, name, data_dir, batch_sizes, seed=0):
+    """What --onednn-probe runs: library `name`'s network, for each batch size, trains one step and
+    infers one batch (its oneDNN primitives print their verbose lines on stdout)."""
+    import numpy as np
+    lib = next(lib for lib in libs if lib.name == name)
+    init = initial_values(seed)
+    images, labels = common.load_mnist_train(data_dir)
+    for batch in batch_sizes:
+        (bx, by), = common.make_batches(images, labels, batch, count=1)
+        with network(lib, init) as (train, infer):
+            train(bx, by, KEEP_PROB_TRAIN)
+            np.asarray(infer(bx))
+
+
+def print_header(libs):
+    """The CPU, the BLAS libraries loaded and the oneDNN implementations the convolutions run."""
+    print(f"cpu: {common.cpu_model()}")
+    for line in common.blas_description() + common.onednn_description(libs):
+        print(line)
+
+
 def main():
     p = common.argument_parser(__doc__)
     p.add_argument("--steps", type=int, default=100, help="timed training steps per repeat")
@@ -251,9 +308,14 @@ def main():
     p.add_argument("--check-steps", type=int, default=5,
                    help="training steps with keep_prob 1.0 compared across libraries (0: none)")
     p.add_argument("--seed", type=int, default=0, help="NumPy seed of the initial weights")
+    common.add_onednn_probe_option(p)
     args, libs, batches = common.start(p, BATCH)
     import numpy as np
 
+    if args.onednn_probe:
+        onednn_probe(libs, args.onednn_probe, args.data_dir, [BATCH], args.seed)
+        return
+    print_header(libs)
     init = initial_values(args.seed)
 
     check = {}

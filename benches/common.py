@@ -11,16 +11,26 @@
 - timing: ``time_steps`` times one callable per step after warm-up; ``Results`` keeps the
   per-repeat median/p10/p90 and prints the table with the ratio peer time / pygrad time;
 - machine: ``cpu_model`` and ``blas_description`` (which BLAS libraries a process loaded and which
-  OpenBLAS core, i.e. kernel set, each dispatched to), for the header of a benchmark's output.
+  OpenBLAS core, i.e. kernel set, each dispatched to), for the header of a benchmark's output;
+  ``onednn_description`` (which oneDNN implementations pygrad's and TensorFlow's convolutions ran:
+  the script run again in a child process with ONEDNN_VERBOSE=1, its verbose lines summarized);
+  ``fma_peak`` (the single-core float32 FMA peak, measured by ``native/peak.c``, compiled when
+  called with the system's C compiler).
 
 NumPy and the libraries are imported inside the functions, so that importing this module does not
 load anything before the thread environment is set.
 """
 import argparse
 import contextlib
+import ctypes
+import functools
 import gzip
 import os
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from collections import namedtuple
 
@@ -56,7 +66,8 @@ def parse_peers(parser, text):
 
 def start(parser, batch):
     """Parses the command line, sets the thread environment, then loads the libraries and the MNIST
-    batches of `batch` examples; returns (args, [Library], batches)."""
+    batches of `batch` examples; returns (args, [Library], batches). With `batch` None no batches
+    are made (None is returned; ``make_batches`` makes them)."""
     args = parser.parse_args()
     peers = parse_peers(parser, args.peers)
     if not args.data_dir:
@@ -65,6 +76,8 @@ def start(parser, batch):
     libs = load_libraries(peers, args.threads)
     if not libs:
         sys.exit("no library to benchmark")
+    if batch is None:
+        return args, libs, None
     return args, libs, make_batches(*load_mnist_train(args.data_dir), batch)
 
 
@@ -190,13 +203,162 @@ def blas_description():
     return lines
 
 
+# --------------------------------------------------------------------------- oneDNN implementations
+
+ONEDNN_LIBRARIES = ("pygrad", "tensorflow")
+"""The libraries whose convolutions run through oneDNN (pygrad's forward, conv_onednn.cc; TensorFlow's
+oneDNN-enabled CPU kernels, the default on x86 Linux)."""
+
+
+def add_onednn_probe_option(parser):
+    """--onednn-probe LIBRARY: what ``onednn_description`` runs in its child process (the script
+    then runs that library's convolutions once and exits)."""
+    parser.add_argument("--onednn-probe", choices=ONEDNN_LIBRARIES, metavar="LIBRARY",
+                        help="run LIBRARY's convolutions once and exit (used by the header, with "
+                             "ONEDNN_VERBOSE=1 set)")
+
+
+def onednn_description(libs):
+    """Lines naming the oneDNN primitives and implementations that pygrad's and TensorFlow's
+    convolutions run, for each such library in `libs`: this script is run again in a child process,
+    with the same arguments plus ``--peers <that library or none> --onednn-probe <library>`` and
+    ONEDNN_VERBOSE=1 (and the older DNNL_VERBOSE=1), and the verbose lines it prints on stdout
+    are summarized (``summarize_onednn_verbose``). The child inherits the thread environment, so
+    it runs what the benchmark runs. The script must handle --onednn-probe
+    (``add_onednn_probe_option``)."""
+    lines = []
+    for lib in libs:
+        if lib.name not in ONEDNN_LIBRARIES:
+            continue
+        peers = "none" if lib.name == "pygrad" else lib.name
+        cmd = [sys.executable, sys.argv[0], *sys.argv[1:], "--peers", peers, "--onednn-probe", lib.name]
+        env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
+        try:
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        except subprocess.TimeoutExpired:
+            lines.append(f"oneDNN ({lib.name}): the probe did not finish in 900 s")
+            continue
+        if r.returncode != 0:
+            last = (r.stderr.strip().splitlines() or ["(no message)"])[-1]
+            lines.append(f"oneDNN ({lib.name}): the probe failed (exit {r.returncode}): {last}")
+            continue
+        lines.extend(summarize_onednn_verbose(r.stdout, lib.name))
+    return lines
+
+
+def summarize_onednn_verbose(text, library, max_problems=3):
+    """Lines summarizing oneDNN's verbose output `text` (ONEDNN_VERBOSE=1): the version and ISA it
+    reports, then per (primitive kind, propagation kind, implementation) the number of executions
+    and the problems it served (oneDNN's descriptors, e.g. mb50_ic32oc64_ih14oh14kh5...).
+
+    Both line formats are read: oneDNN 3.2's ``onednn_verbose,exec,cpu,convolution,
+    brgconv:avx512_core,forward_training,...`` and the later ``onednn_verbose,v1,primitive,exec,
+    ...``, with or without a timestamp (ONEDNN_VERBOSE_TIMESTAMP); dnnl_verbose lines too."""
+    version = isa = None
+    groups = {}
+    for line in text.splitlines():
+        fields = line.strip().split(",")
+        if fields[0] not in ("onednn_verbose", "dnnl_verbose"):
+            continue
+        fields = fields[1:]
+        while fields and re.fullmatch(r"v\d+|[\d.]+", fields[0]):  # format version, timestamp
+            fields = fields[1:]
+        if fields[:1] == ["primitive"]:
+            fields = fields[1:]
+        if fields[:1] == ["info"]:
+            info = ",".join(fields[1:])
+            if info.startswith("oneDNN v"):
+                version = info.split()[1]
+            elif "isa:" in info:
+                isa = info.split("isa:", 1)[1]
+            continue
+        if len(fields) < 9 or fields[0] != "exec":
+            continue  # creation lines (ONEDNN_VERBOSE=2 and above), graph API lines
+        kind, impl, prop, problem = fields[2], fields[3] or "(unnamed)", fields[4], fields[-2]
+        groups.setdefault((kind, prop, impl), []).append(problem)
+    head = f"oneDNN ({library}): {version or 'version not reported'}"
+    if isa:
+        head += f", isa: {isa}"
+    if not groups:
+        return [head + "; no oneDNN primitive ran"]
+    lines = [head]
+    for (kind, prop, impl), problems in groups.items():
+        distinct = list(dict.fromkeys(problems))
+        shown = " ".join(distinct[:max_problems]) + (f" (+{len(distinct) - max_problems} more)"
+                                                     if len(distinct) > max_problems else "")
+        lines.append(f"  {kind} {prop}: {impl} x{len(problems)} [{shown}]")
+    return lines
+
+
+# --------------------------------------------------------------------------- the FMA peak
+
+PEAK_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native", "peak.c")
+
+Peak = namedtuple("Peak", "gflops lanes lines")
+"""The measured single-core float32 FMA peak: GFLOP/s of the fastest width (None when it could not
+be measured), that width in float32 lanes, and lines describing each width measured (or why
+nothing was)."""
+
+_WIDTH_NAMES = {16: "AVX-512 (16 lanes)", 8: "AVX2+FMA (8 lanes)", 4: "FMA on SSE registers (4 lanes)",
+                1: "scalar fmaf (1 lane)"}
+
+
+def fma_peak(seconds=0.05, repeats=5, cc=None):
+    """The single-core float32 FMA peak (``Peak``), measured on the calling thread.
+
+    ``native/peak.c`` is compiled with `cc` (default: $CC, else cc, gcc or clang on the PATH) as
+    ``-O2 -march=native -shared -fPIC`` into a temporary directory and loaded with ctypes; each
+    vector width the compiled target has (AVX-512 16 lanes, AVX2 8, SSE 4, scalar) runs
+    independent FMA chains for about `seconds`, `repeats` times, and the best repeat counts
+    (other processes only ever slow a repeat down). The peak is the fastest width's rate: the
+    widest unit is not always the fastest per cycle (AMD's Zen 4 runs a 512-bit FMA as two
+    256-bit halves, so its AVX-512 and AVX2 rates agree). Without a compiler, or when it fails,
+    gflops is None and the lines say why. The peak of T threads is taken as T times this one."""
+    cc = cc or os.environ.get("CC") or next(
+        (c for c in ("cc", "gcc", "clang") if shutil.which(c)), None)
+    if cc is None or not shutil.which(cc):
+        return Peak(None, None, ["FMA peak: not measured: no C compiler found (set CC); "
+                                 "the fraction-of-peak column is left empty"])
+    with tempfile.TemporaryDirectory() as tmp:
+        so = os.path.join(tmp, "peak.so")
+        r = subprocess.run([cc, "-O2", "-march=native", "-shared", "-fPIC", "-o", so, PEAK_SOURCE, "-lm"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            msg = (r.stderr.strip().splitlines() or ["(no message)"])[-1]
+            return Peak(None, None, [f"FMA peak: not measured: {cc} could not compile {PEAK_SOURCE}: {msg}"])
+        lib = ctypes.CDLL(so)
+    lib.peak_fma_seconds.restype = ctypes.c_double
+    lib.peak_fma_seconds.argtypes = [ctypes.c_int, ctypes.c_long, ctypes.POINTER(ctypes.c_float)]
+    chains = lib.peak_fma_chains()
+    sink = ctypes.c_float()
+    rates = {}
+    for lanes in (16, 8, 4, 1):
+        iterations = 10000
+        elapsed = lib.peak_fma_seconds(lanes, iterations, ctypes.byref(sink))
+        if elapsed < 0:
+            continue  # the target has no such width
+        while elapsed < seconds / 10:  # calibrate: about `seconds` per repeat
+            iterations *= 4
+            elapsed = lib.peak_fma_seconds(lanes, iterations, ctypes.byref(sink))
+        iterations = max(1, int(iterations * seconds / max(elapsed, 1e-9)))
+        best = min(lib.peak_fma_seconds(lanes, iterations, ctypes.byref(sink)) for _ in range(repeats))
+        rates[lanes] = iterations * chains * lanes * 2 / best / 1e9
+    lanes = max(rates, key=rates.get)
+    lines = [f"FMA peak, one core, float32 ({cc} -O2 -march=native; {chains} independent chains): "
+             + ", ".join(f"{_WIDTH_NAMES[w]} {g:.1f} GFLOP/s" for w, g in rates.items())
+             + f"; peak = {rates[lanes]:.1f} GFLOP/s per thread (T threads: T x that)"]
+    return Peak(rates[lanes], lanes, lines)
+
+
 def fresh_graph(tf):
     """A new default graph for a TF1-style library (a no-op context for others)."""
     return tf.Graph().as_default() if hasattr(tf, "Graph") else contextlib.nullcontext()
 
 
+@functools.lru_cache(maxsize=1)
 def load_mnist_train(data_dir):
-    """The 55000 training examples (validation = first 5000 dropped), float32 in [0, 1], one-hot."""
+    """The 55000 training examples (validation = first 5000 dropped), float32 in [0, 1], one-hot.
+    Read once per directory and process: callers must not write to the arrays."""
     import numpy as np
 
     def read(name, offset):
@@ -210,13 +372,15 @@ def load_mnist_train(data_dir):
     return images[5000:], one_hot[5000:]
 
 
-def make_batches(images, labels, batch):
-    """Consecutive batches of a fixed permutation (NumPy seed 0) of the examples, C-contiguous."""
+def make_batches(images, labels, batch, count=None):
+    """Consecutive batches of a fixed permutation (NumPy seed 0) of the examples, C-contiguous; the
+    first `count` of them when given (the same batches, whatever the count)."""
     import numpy as np
     perm = np.random.RandomState(0).permutation(len(images))
+    starts = range(0, len(images) - batch + 1, batch)
     return [(np.ascontiguousarray(images[perm[i:i + batch]]),
              np.ascontiguousarray(labels[perm[i:i + batch]]))
-            for i in range(0, len(images) - batch + 1, batch)]
+            for i in (starts if count is None else starts[:count])]
 
 
 def time_steps(step, warmup, steps):
@@ -247,6 +411,12 @@ class Results:
             self._stats[case, library] = []
             self._order.append((case, library))
         self._stats[case, library].append(np.percentile(seconds, [50, 10, 90]) * 1e6)
+
+    def median(self, case, library):
+        """(median, p10, p90) in microseconds, each the median over the repeats; None if not run."""
+        import numpy as np
+        stats = self._stats.get((case, library))
+        return None if stats is None else tuple(np.median(np.array(stats), axis=0))
 
     def print_table(self):
         import numpy as np

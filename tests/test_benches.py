@@ -1,0 +1,125 @@
+"""The benchmarks' helpers that can be checked without timing anything: the FLOP counts against hand
+counts, the FMA-peak program (it compiles and measures a positive rate where a C compiler is
+present), the summary of oneDNN's verbose lines, and the batches' contract."""
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCHES = Path(__file__).resolve().parents[1] / "benches"
+sys.path.insert(0, str(BENCHES))
+
+import bench_convnet  # noqa: E402
+import bench_train  # noqa: E402
+import common  # noqa: E402
+
+
+def test_mlp_flops_match_a_hand_count():
+    # batch 1, width 64: forward 2*(784*64 + 64*64 + 64*10) = 109,824; the weight gradients the
+    # same; the input gradients of layers 2 and 3: 2*(64*64 + 64*10) = 9,472.
+    assert bench_train.mlp_train_flops(1, 64) == 109_824 + 109_824 + 9_472
+    # linear in the batch
+    assert bench_train.mlp_train_flops(128, 256) == 128 * bench_train.mlp_train_flops(1, 256)
+    # width 256: forward 2*(200,704 + 65,536 + 2,560) = 537,600; input gradients 2*(65,536 + 2,560)
+    assert bench_train.mlp_train_flops(1, 256) == 2 * 537_600 + 136_192
+
+
+def test_convnet_flops_match_a_hand_count():
+    # per example: conv1 2*28*28*32*25 = 1,254,400 (forward, filter gradient), conv2
+    # 2*14*14*64*800 = 20,070,400, fc1 2*3136*1024 = 6,422,528, fc2 2*1024*10 = 20,480 (forward and
+    # both gradients)
+    assert bench_convnet.inference_flops(1) == 1_254_400 + 20_070_400 + 6_422_528 + 20_480 == 27_767_808
+    assert bench_convnet.train_flops(1) == 2 * 1_254_400 + 3 * (20_070_400 + 6_422_528 + 20_480) == 82_049_024
+    assert bench_convnet.train_flops(50) == 50 * 82_049_024
+
+
+def test_mlp_initial_values_are_glorot_uniform():
+    init = bench_train.mlp_initial_values(64, seed=0)
+    assert {k: v.shape for k, v in init.items()} == {"W1": (784, 64), "b1": (64,), "W2": (64, 64), "b2": (64,),
+                                                   "W3": (64, 10), "b3": (10,)}
+    assert all(v.dtype == np.float32 for v in init.values())
+    limit = np.sqrt(6.0 / (784 + 64))
+    assert 0.95 * limit < np.abs(init["W1"]).max() <= limit
+    assert not init["b1"].any()
+    np.testing.assert_array_equal(init["W2"], bench_train.mlp_initial_values(64, seed=0)["W2"])
+
+
+@pytest.mark.skipif(not any(shutil.which(c) for c in ("cc", "gcc", "clang")), reason="no C compiler")
+def test_fma_peak_compiles_and_measures_a_positive_rate():
+    peak = common.fma_peak(seconds=0.005, repeats=2)
+    assert peak.gflops is not None and peak.gflops > 0, peak.lines
+    assert peak.lanes in (16, 8, 4, 1)
+    assert "GFLOP/s" in peak.lines[0]
+
+
+def test_fma_peak_without_a_compiler_says_why():
+    peak = common.fma_peak(cc="no-such-compiler-here")
+    assert peak.gflops is None
+    assert "no C compiler" in peak.lines[0]
+
+
+ONEDNN_3_2 = """\
+onednn_verbose,info,oneDNN v3.2.0 (commit 40112196287e8866a7259df35f817229454d0c96)
+onednn_verbose,info,cpu,isa:Intel AVX-512 with Intel DL Boost and bfloat16 support
+onednn_verbose,info,prim_template:operation,engine,primitive,implementation,prop_kind,memory_descriptors,attributes,auxiliary,problem_desc,exec_time
+onednn_verbose,exec,cpu,convolution,brgconv:avx512_core,forward_training,src_f32::blocked:acdb::f0 wei_f32::blocked:cdba::f0 bia_undef::undef::: dst_f32::blocked:acdb::f0,attr-scratchpad:user ,alg:convolution_direct,mb4_ic32oc64_ih14oh14kh5sh1dh0ph2_iw14ow14kw5sw1dw0pw2,0.618164
+some other line the program printed
+onednn_verbose,exec,cpu,convolution,brgconv:avx512_core,forward_training,src_f32::blocked:acdb::f0 wei_f32::blocked:cdba::f0 bia_undef::undef::: dst_f32::blocked:acdb::f0,attr-scratchpad:user ,alg:convolution_direct,mb4_ic32oc64_ih14oh14kh5sh1dh0ph2_iw14ow14kw5sw1dw0pw2,0.594971
+"""
+
+ONEDNN_3_7 = """\
+onednn_verbose,v1,info,oneDNN v3.7.3 (commit N/A)
+onednn_verbose,v1,info,cpu,isa:Intel AVX-512 with Intel DL Boost and bfloat16 support
+onednn_verbose,v1,primitive,info,template:operation,engine,primitive,implementation,prop_kind,memory_descriptors,attributes,auxiliary,problem_desc,exec_time
+onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx512_core,forward_training,src:f32::blocked:acdb::f0 wei:f32:a:blocked:Acdb64a::f0 bia:undef::undef::: dst:f32::blocked:acdb::f0,attr-scratchpad:user,alg:convolution_direct,mb8_ic32oc64_ih14oh14kh5sh1dh0ph2_iw14ow14kw5sw1dw0pw2,1.56592
+onednn_verbose,v1,1700000000.5,primitive,exec,cpu,convolution,jit:avx512_core,backward_weights,src:f32::blocked:acdb::f0 wei:f32:a:blocked:ABcd16b16a::f0 bia:undef::undef::: dst:f32::blocked:acdb::f0,,alg:convolution_direct,mb8_ic32oc64_ih14oh14kh5sh1dh0ph2_iw14ow14kw5sw1dw0pw2,1.61401
+"""
+
+
+def test_onednn_verbose_summary_reads_both_formats():
+    assert common.summarize_onednn_verbose(ONEDNN_3_2, "pygrad") == [
+        "oneDNN (pygrad): v3.2.0, isa: Intel AVX-512 with Intel DL Boost and bfloat16 support",
+        "  convolution forward_training: brgconv:avx512_core x2 [mb4_ic32oc64_ih14oh14kh5sh1dh0ph2_iw14ow14kw5sw1dw0pw2]",
+    ]
+    lines = common.summarize_onednn_verbose(ONEDNN_3_7, "tensorflow")
+    assert lines[0].startswith("oneDNN (tensorflow): v3.7.3, isa: Intel AVX-512")
+    assert lines[1:] == [
+        "  convolution forward_training: brg_conv_fwd:avx512_core x1 [mb8_ic32oc64_ih14oh14kh5sh1dh0ph2_iw14ow14kw5sw1dw0pw2]",
+        "  convolution backward_weights: jit:avx512_core x1 [mb8_ic32oc64_ih14oh14kh5sh1dh0ph2_iw14ow14kw5sw1dw0pw2]",
+    ]
+
+
+def test_onednn_verbose_summary_of_nothing_says_so():
+    assert common.summarize_onednn_verbose("hello\n", "pygrad") == [
+        "oneDNN (pygrad): version not reported; no oneDNN primitive ran"]
+
+
+def test_pygrads_convolution_reports_its_onednn_implementation(tmp_path):
+    """A real run: pygrad's float32 forward convolution runs through oneDNN, which names its
+    implementation when ONEDNN_VERBOSE is set."""
+    import os
+    import subprocess
+    program = ("import numpy as np, pygrad as tf\n"
+               "x = tf.constant(np.ones((2, 8, 8, 3), np.float32))\n"
+               "w = tf.constant(np.ones((3, 3, 3, 4), np.float32))\n"
+               "print(tf.Session().run(tf.reduce_sum(tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME'))))\n")
+    out = subprocess.run([sys.executable, "-c", program], env=dict(os.environ, ONEDNN_VERBOSE="1", PYGRAD_NUM_THREADS="1"),
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    lines = common.summarize_onednn_verbose(out, "pygrad")
+    assert lines[0].startswith("oneDNN (pygrad): v3."), lines
+    assert len(lines) == 2 and lines[1].startswith("  convolution forward_"), lines
+    assert "mb2_ic3oc4_ih8oh8kh3" in lines[1]
+
+
+def test_make_batches_count_takes_the_first_batches():
+    images = np.arange(40, dtype=np.float32).reshape(20, 2)
+    labels = np.arange(20, dtype=np.float32).reshape(20, 1)
+    every = common.make_batches(images, labels, 3)
+    first = common.make_batches(images, labels, 3, count=2)
+    assert len(every) == 6 and len(first) == 2
+    for (a, b), (c, d) in zip(first, every):
+        np.testing.assert_array_equal(a, c)
+        np.testing.assert_array_equal(b, d)
+    assert all(a.flags.c_contiguous and a.shape == (3, 2) for a, _ in every)
