@@ -17,6 +17,7 @@ import numpy as np
 
 from pygrad import _C, errors
 from pygrad.dtypes import MEMORY_BYTES
+from pygrad.fusion import fuse_epilogues
 from pygrad.graph import Operation, reachable
 from pygrad.host_values import HostValues
 from pygrad.registry import (ALIAS, CONST, CUSTOM, FEED, HOST, HOST_CALL, HOST_EFFECT, HOST_FEED, KERNEL, MAX_RANK,
@@ -57,6 +58,7 @@ def compile_run(elements, feed_tensors, feed_shapes, store):
     program = lower(schedule(value_ops, fed), specs, values, fed, store, plan_ops(value_ops))
     host = HostValues(fetch_tensors, feed_tensors, program)
     fetches = host.plan_fetches
+    fuse_epilogues(program, fetches)
     plan_buffers, where = assign_buffers([program.buffer_of[t] for t in host.native_feeds], program.steps, fetches,
                                          program.loops)
     largest = max((b for b in where if b.kind == "temp"), key=lambda b: b.nbytes, default=None)

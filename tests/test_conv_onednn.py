@@ -1,8 +1,9 @@
 """The oneDNN convolution kernels (float32) against the im2col kernels, which stay the reference:
 the same call to each kernel with attribute impl="onednn" and impl="im2col", on many shapes, with
 1 and 2 threads; bitwise repeatability per thread count; a thread count set after the plan was
-built; and the errors of the impl attribute. The graph-level tests (test_conv_ops.py) run the
-default, impl="auto": oneDNN for the float32 forward, im2col for the gradients and float64."""
+built; the forward's fused bias + relu epilogue; and the errors of the impl attribute. The
+graph-level tests (test_conv_ops.py) run the default, impl="auto": oneDNN for float32 (but the input
+gradient of fewer than 8 input channels), im2col for float64."""
 import numpy as np
 import pytest
 
@@ -166,3 +167,36 @@ def test_impl_errors(dtype, impl, error, match):
     with pytest.raises(error, match=match):
         _C.call("conv2d_fwd", [x, f], [np.empty((1, 3, 3, 3), dtype)],
                 {"strides": [1, 1], "pad_top": 0, "pad_left": 0, "impl": impl})
+
+
+@pytest.mark.parametrize("impl", ["im2col", "onednn"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("bias,relu", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_forward_epilogue(impl, dtype, bias, relu, threads):
+    """conv2d_fwd (x, w[, bias]) with relu=1 or 0 equals the convolution, then bias, then relu."""
+    if impl == "onednn" and dtype == np.float64:
+        pytest.skip("oneDNN serves float32 only")
+    conv = Conv(np.random.default_rng(13), 5, 9, 9, 8, 16, 3, 3, 1, 1, "SAME")
+    x, f = conv.x.astype(dtype), conv.f.astype(dtype)
+    b = np.random.default_rng(14).standard_normal(16).astype(dtype)
+    old = tf.get_num_threads()
+    tf.set_num_threads(threads)
+    try:
+        plain = np.empty(conv.dy.shape, dtype)
+        _C.call("conv2d_fwd", [x, f], [plain], {**conv.attrs, "impl": impl})
+        fused = np.full(conv.dy.shape, np.nan, dtype)
+        _C.call("conv2d_fwd", [x, f, b] if bias else [x, f], [fused], {**conv.attrs, "impl": impl, "relu": int(relu)})
+    finally:
+        tf.set_num_threads(old)
+    want = plain + b if bias else plain
+    want = np.maximum(want, 0) if relu else want
+    np.testing.assert_allclose(fused, want, rtol=1e-6, atol=1e-5)
+    assert (plain + (b if bias else 0) < 0).any()  # the relu has something to clip
+
+
+def test_forward_epilogue_bias_errors():
+    conv = Conv(np.random.default_rng(15), 2, 6, 6, 4, 8, 3, 3, 1, 1, "SAME")
+    out = np.empty(conv.dy.shape, np.float32)
+    with pytest.raises(ValueError, match="bias must be a float32 vector of 8"):
+        _C.call("conv2d_fwd", [conv.x, conv.f, np.zeros(7, np.float32)], [out], conv.attrs)

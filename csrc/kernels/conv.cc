@@ -249,7 +249,7 @@ ConvGeom check_conv_call(const KernelCall& c, const Shape& x, const Shape& w, co
 // where it serves the call and the kernels above elsewhere, except the input gradient of a
 // convolution with fewer than kOneDnnMinInputChannels input channels, where oneDNN's kernel (a
 // forward convolution over the transposed filter) is slower than im2col.
-Step choose_impl(const KernelCall& c, ConvPass pass, const ConvGeom& g, Step im2col_step) {
+Step choose_impl(const KernelCall& c, ConvPass pass, const ConvGeom& g, Step im2col_step, ConvEpilogue epilogue = {}) {
   const char* op = c.kernel.c_str();
   const std::string impl = c.attrs.has("impl") ? c.attrs.s("impl", op) : "auto";
   PG_CHECK(impl == "auto" || impl == "im2col" || impl == "onednn", op,
@@ -262,21 +262,53 @@ Step choose_impl(const KernelCall& c, ConvPass pass, const ConvGeom& g, Step im2
                                                         dtype_name(c.in[0].dtype)));
     return im2col_step;
   }
-  Step step = onednn_conv2d_step(pass, g, c.in[0], c.in[1], c.out[0], im2col_step);
+  Step step = onednn_conv2d_step(pass, g, c.in[0], c.in[1], c.out[0], im2col_step, epilogue);
   PG_CHECK(step || impl == "auto", op, "oneDNN has no kernel other than its reference one for these shapes");
   return step ? step : im2col_step;
 }
 
 }  // namespace
 
+// y = relu(y + bias) over y [rows, o], in place; either part optional.
+template <class T> void conv_epilogue(View<T> y, const T* bias, bool relu) {
+  const int64_t o = y.shape[y.shape.ndim - 1], rows = y.size() / std::max<int64_t>(o, 1);
+  parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(o, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      T* row = y.data + r * o;
+      if (bias)
+        for (int64_t j = 0; j < o; ++j) row[j] += bias[j];
+      if (relu)
+        for (int64_t j = 0; j < o; ++j) row[j] = row[j] > T(0) ? row[j] : T(0);
+    }
+  });
+}
+
+// conv2d_fwd (x, w[, bias]) -> y; attribute relu (0 or 1, default 0). The bias and relu are the
+// epilogue the plan fuses into the convolution (see ConvEpilogue): y = relu(conv(x, w) + bias).
 Step build_conv2d_fwd(const KernelCall& c) {
-  expect_arity(c, 2, 1);
+  const char* op = c.kernel.c_str();
+  PG_CHECK((c.in.size() == 2 || c.in.size() == 3) && c.out.size() == 1, op,
+           "expects 2 or 3 inputs and 1 output, got %zu and %zu", c.in.size(), c.out.size());
   const Operand x = c.in[0], w = c.in[1], y = c.out[0];
   const ConvGeom g = check_conv_call(c, x.shape, w.shape, y.shape);
-  return choose_impl(c, ConvPass::forward, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+  ConvEpilogue epilogue;
+  epilogue.relu = c.attrs.i("relu", int64_t{0}) != 0;
+  if (c.in.size() == 3) {
+    const Operand b = c.in[2];
+    PG_CHECK(b.dtype == x.dtype && b.shape.ndim == 1 && b.shape[0] == g.o, op,
+             "the bias must be a %s vector of %lld, got %s %s", dtype_name(x.dtype), (long long)g.o,
+             dtype_name(b.dtype), b.shape.str().c_str());
+    epilogue.bias_buffer = b.buffer;
+  }
+  return choose_impl(c, ConvPass::forward, g, dispatch_float(x.dtype, op, [&](auto t) -> Step {
     using T = decltype(t);
-    return [=](Frame& f) { conv2d_fwd<T>(cview<T>(f, x), cview<T>(f, w), view<T>(f, y), g); };
-  }));
+    return [=](Frame& f) {
+      conv2d_fwd<T>(cview<T>(f, x), cview<T>(f, w), view<T>(f, y), g);
+      if (epilogue.any())
+        conv_epilogue<T>(view<T>(f, y), epilogue.bias_buffer >= 0 ? static_cast<const T*>(f.ptr[epilogue.bias_buffer]) : nullptr,
+                         epilogue.relu);
+    };
+  }), epilogue);
 }
 
 Step build_conv2d_bwd_input(const KernelCall& c) {

@@ -31,12 +31,22 @@ struct ConvGeom {
 // forward (x, w) -> y, backward_input (w, dy) -> dx, backward_filter (x, dy) -> dw.
 enum class ConvPass { forward, backward_input, backward_filter };
 
+// What a forward convolution may do to its output before writing it (the plan fuses a following
+// bias add and relu into it when nothing else reads the intermediates): y = relu(conv + bias).
+struct ConvEpilogue {
+  int bias_buffer = -1;  // a [O] vector of the convolution's dtype; -1: none
+  bool relu = false;
+  bool any() const { return bias_buffer >= 0 || relu; }
+};
+
 // The step that runs `pass` of the float32 convolution g with oneDNN, or an empty Step when
 // oneDNN does not serve it (an empty operand, or only oneDNN's reference implementation would run
 // it). Built when the plan is: the primitives for the batch split of the current thread count are
 // created here (see conv_onednn.cc). `fallback` runs instead when a thread count set later splits
 // the batch into runs that oneDNN does not serve.
+// The forward's epilogue, if any, is done by oneDNN (a bias argument and a relu post-op); `fallback`
+// must then do it too.
 Step onednn_conv2d_step(ConvPass pass, const ConvGeom& g, const Operand& a, const Operand& b, const Operand& out,
-                        Step fallback);
+                        Step fallback, ConvEpilogue epilogue = {});
 
 }  // namespace pg

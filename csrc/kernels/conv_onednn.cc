@@ -60,7 +60,7 @@ struct Primitive {
 // The primitives of one convolution, by run size.
 class ConvPrimitives {
  public:
-  ConvPrimitives(ConvPass pass, const ConvGeom& g) : pass_(pass), g_(g) {}
+  ConvPrimitives(ConvPass pass, const ConvGeom& g, ConvEpilogue epilogue) : pass_(pass), g_(g), epilogue_(epilogue) {}
 
   // The primitive for `batch` images; nullptr when only the reference implementation serves it.
   const Primitive* get(int64_t batch) {
@@ -80,7 +80,7 @@ class ConvPrimitives {
 
   // Runs the pass on image run [n0, n0 + batch): a and b are the step's inputs, out its output
   // (already offset by the caller for the filter gradient's partial sums).
-  void run(const Primitive& p, int64_t n0, const float* a, const float* b, float* out) const {
+  void run(const Primitive& p, int64_t n0, const float* a, const float* b, float* out, const float* bias) const {
     const ConvGeom& g = g_;
     const int64_t x_off = n0 * g.h * g.w * g.c, y_off = n0 * g.oh * g.ow * g.o;
     auto src = [](const float* p) { return const_cast<float*>(p); };
@@ -111,6 +111,7 @@ class ConvPrimitives {
                 {DNNL_ARG_DIFF_WEIGHTS, filter}};
         break;
     }
+    if (bias) args.emplace(DNNL_ARG_BIAS, memory(bias_desc(), eng, src(bias)));
     const size_t bytes = p.scratch.get_size();
     if (bytes > 0) {
       struct DnnlScratch;  // a buffer apart from the other kernels' float scratch
@@ -125,6 +126,7 @@ class ConvPrimitives {
  private:
   memory::desc x_desc(int64_t batch) const { return {{batch, g_.c, g_.h, g_.w}, memory::data_type::f32, tag::nhwc}; }
   memory::desc w_desc(tag layout = tag::hwio) const { return {{g_.o, g_.c, g_.kh, g_.kw}, memory::data_type::f32, layout}; }
+  memory::desc bias_desc() const { return {{g_.o}, memory::data_type::f32, tag::a}; }
   memory::desc y_desc(int64_t batch) const { return {{batch, g_.o, g_.oh, g_.ow}, memory::data_type::f32, tag::nhwc}; }
   static bool is_reference(const std::string& impl) { return impl.find("ref") != std::string::npos; }
 
@@ -134,11 +136,21 @@ class ConvPrimitives {
     dnnl::engine& eng = onednn_engine();
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (epilogue_.relu) {
+      dnnl::post_ops relu;
+      relu.append_eltwise(dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(relu);
+    }
     const memory::dims strides{g.sh, g.sw}, pad_l{g.pt, g.pl}, pad_r{g.pad_bottom(), g.pad_right()};
     const auto alg = dnnl::algorithm::convolution_direct;
     try {
-      dnnl::convolution_forward::primitive_desc fwd(eng, dnnl::prop_kind::forward_training, alg, x_desc(batch),
-                                                    w_desc(tag::any), y_desc(batch), strides, pad_l, pad_r, attr);
+      dnnl::convolution_forward::primitive_desc fwd =
+          epilogue_.bias_buffer >= 0
+              ? dnnl::convolution_forward::primitive_desc(eng, dnnl::prop_kind::forward_training, alg, x_desc(batch),
+                                                          w_desc(tag::any), bias_desc(), y_desc(batch), strides, pad_l,
+                                                          pad_r, attr)
+              : dnnl::convolution_forward::primitive_desc(eng, dnnl::prop_kind::forward_training, alg, x_desc(batch),
+                                                          w_desc(tag::any), y_desc(batch), strides, pad_l, pad_r, attr);
       switch (pass_) {
         case ConvPass::forward:
           return made(dnnl::convolution_forward(fwd), fwd.impl_info_str(), fwd.scratchpad_desc(), batch,
@@ -178,6 +190,7 @@ class ConvPrimitives {
 
   ConvPass pass_;
   ConvGeom g_;
+  ConvEpilogue epilogue_;  // the forward's
   std::mutex mu_;
   std::map<int64_t, std::unique_ptr<Primitive>> cache_;
 };
@@ -185,13 +198,14 @@ class ConvPrimitives {
 }  // namespace
 
 Step onednn_conv2d_step(ConvPass pass, const ConvGeom& g, const Operand& a, const Operand& b, const Operand& out,
-                        Step fallback) {
+                        Step fallback, ConvEpilogue epilogue) {
   if (g.n == 0 || g.h == 0 || g.w == 0 || g.c == 0 || g.o == 0 || g.oh == 0 || g.ow == 0) return {};
-  auto prims = std::make_shared<ConvPrimitives>(pass, g);
+  auto prims = std::make_shared<ConvPrimitives>(pass, g, epilogue);
   if (!prims->prepare()) return {};
-  return [prims, pass, g, a, b, out, fallback](Frame& f) {
+  return [prims, pass, g, a, b, out, fallback, epilogue](Frame& f) {
     const float* pa = static_cast<const float*>(f.ptr[a.buffer]);
     const float* pb = static_cast<const float*>(f.ptr[b.buffer]);
+    const float* bias = epilogue.bias_buffer >= 0 ? static_cast<const float*>(f.ptr[epilogue.bias_buffer]) : nullptr;
     float* po = static_cast<float*>(f.ptr[out.buffer]);
     const int64_t chunks = batch_chunks(g.n);
     // The run sizes' primitives, looked up (or created, for a thread count set since the build) here.
@@ -206,7 +220,7 @@ Step onednn_conv2d_step(ConvPass pass, const ConvGeom& g, const Operand& a, cons
       for (int64_t k = lo; k < hi; ++k) {
         const int64_t n0 = chunk_begin(g.n, chunks, k), batch = chunk_begin(g.n, chunks, k + 1) - n0;
         float* dst = pass == ConvPass::backward_filter && k > 0 ? partial + (k - 1) * size : po;
-        prims->run(batch == g.n / chunks ? *small : *large, n0, pa, pb, dst);
+        prims->run(batch == g.n / chunks ? *small : *large, n0, pa, pb, dst, bias);
       }
     });
     for (int64_t k = 1; k < chunks && partial; ++k) {
