@@ -27,14 +27,16 @@ from pygrad.shapes import TensorShape
 class CompiledRun:
     """A built plan, the constants it reads (it does not copy them), and what Session.run needs to
     call it: for each element of the run, the index of its fetched value (None for an op), the op
-    behind each step and the largest temporary buffer (to name them in errors)."""
+    behind each step and the largest temporary buffer (to name them in errors). `fast` is the
+    compiled Session.run path's own record of it (pygrad/_run.pyx), made at its first run there."""
 
-    __slots__ = ("plan", "consts", "owned_bytes", "fetch_index", "step_ops", "largest_temp", "host")
+    __slots__ = ("plan", "consts", "owned_bytes", "fetch_index", "step_ops", "largest_temp", "host", "fast")
 
     def __init__(self, plan, consts, fetch_index, step_ops, largest_temp, host):
         self.plan, self.consts, self.fetch_index = plan, consts, fetch_index
         self.step_ops, self.largest_temp = step_ops, largest_temp
         self.host = host if host.needed else None  # None: all native
+        self.fast = None
         # The graph's constants are read-only arrays the plans share; the others are its own.
         self.owned_bytes = sum(c.nbytes for c in consts if c.flags.writeable)
 
