@@ -5,6 +5,7 @@ native Plan, in passes that each read and return plain data:
     infer_shapes    concrete shapes (and the values of shape ops) from the fed shapes
     schedule        the order the steps run in
     lower           each op to steps over logical buffers, through its OpContext
+    fuse            runs of steps that one kernel computes alike, as that kernel (fusion.py)
     assign_buffers  logical buffers to the plan's buffers; temporaries share memory when their
                     lifetimes do not overlap
     emit            the native Plan
@@ -17,6 +18,7 @@ import numpy as np
 
 from pygrad import _C, errors
 from pygrad.dtypes import MEMORY_BYTES
+from pygrad.fusion import fuse
 from pygrad.graph import Operation, reachable
 from pygrad.host_values import HostValues
 from pygrad.registry import (ALIAS, CONST, CUSTOM, FEED, HOST, HOST_CALL, HOST_EFFECT, HOST_FEED, KERNEL, MAX_RANK,
@@ -59,6 +61,7 @@ def compile_run(elements, feed_tensors, feed_shapes, store):
     program = lower(schedule(value_ops, fed), specs, values, fed, store, plan_ops(value_ops))
     host = HostValues(fetch_tensors, feed_tensors, program)
     fetches = host.plan_fetches
+    program.steps = fuse(program.steps, fetches)
     plan_buffers, where = assign_buffers([program.buffer_of[t] for t in host.native_feeds], program.steps, fetches,
                                          program.loops)
     largest = max((b for b in where if b.kind == "temp"), key=lambda b: b.nbytes, default=None)

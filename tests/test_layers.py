@@ -17,7 +17,7 @@ LAYERS = [
     ("registry", ["pygrad.registry"]),
     ("ops", ["pygrad.ops", "pygrad.ops.*"]),
     ("gradients", ["pygrad.gradients"]),
-    ("lowering", ["pygrad.lowering", "pygrad.host_values", "pygrad.session_store"]),
+    ("lowering", ["pygrad.lowering", "pygrad.host_values", "pygrad.session_store", "pygrad.fusion"]),
     ("session", ["pygrad.session", "pygrad.host_runs", "pygrad._run"]),
     ("api", ["pygrad.train", "pygrad.train.*", "pygrad.nn", "pygrad.platform", "pygrad.platform.*", "pygrad.layers", "pygrad.layers.*", "pygrad.losses",
              "pygrad.summary", "pygrad.summary.*", "pygrad.data", "pygrad.data.*", "pygrad.compat",
