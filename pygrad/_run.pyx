@@ -154,13 +154,17 @@ def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
     if graph.host_ops:
         return self._run_general(fetches, feed_dict)
     kind = type(fetches)
+    # (A Tensor's graph is its op's: read through the slot, not the property.)
     if kind is Tensor:
-        if (<object>fetches).graph is not graph:
+        if fetches.op.graph is not graph:
             return self._run_general(fetches, feed_dict)
         elements = (fetches,)
     elif kind is list or kind is tuple:
         for e in fetches:
-            if (type(e) is not Tensor and type(e) is not Operation) or e.graph is not graph:
+            if type(e) is Tensor:
+                if e.op.graph is not graph:
+                    return self._run_general(fetches, feed_dict)
+            elif type(e) is not Operation or e.graph is not graph:
                 return self._run_general(fetches, feed_dict)
         elements = tuple(fetches)
     else:
@@ -180,7 +184,7 @@ def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
     i = 0
     if n:
         for key, value in (<dict>feed_dict).items():
-            if type(key) is not Tensor or key.graph is not graph:
+            if type(key) is not Tensor or key.op.graph is not graph:
                 return self._run_general(fetches, feed_dict)
             want = key.dtype.np
             if (<cnp.dtype>want).kind == c'O':  # strings: held in Python
@@ -217,7 +221,8 @@ def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
             PyTuple_SET_ITEM(shapes, i, shape)
             i += 1
 
-    compiled = self._plans.get((elements, tensors, shapes))
+    plans = <dict?>self._plans
+    compiled = plans.get((elements, tensors, shapes))
     if compiled is None or compiled.host is not None:
         return self._run_general(fetches, feed_dict)  # (builds and caches the plan)
     if compiled.fast is None:

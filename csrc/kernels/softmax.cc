@@ -153,12 +153,14 @@ void softmax_nll(const T* z, const T* y, const T* g, double scale, int64_t rows,
         return e;
       }));
       for (int64_t j = 0; j < cols; ++j) ps[j] /= d;
-      // The last-axis sum as reduce_fwd takes it: element j into accumulator j % kLanes (all into
-      // the first for a row shorter than 2 * kLanes), merged pairwise.
+      // The last-axis sum as reduce_fwd takes it (accumulate_lanes, merged pairwise).
+      T* prod = thread_scratch<T, struct SoftmaxNllRow>(cols);  // y * log(p), then summed
+      for (int64_t j = 0; j < cols; ++j) prod[j] = std::log(ps[j]);
+      for (int64_t j = 0; j < cols; ++j) prod[j] *= ys[j];
       double lane[kLanes];
       for (double& l : lane) l = 0;
       const int lanes = cols < 2 * kLanes ? 1 : kLanes;
-      for (int64_t j = 0; j < cols; ++j) lane[lanes == 1 ? 0 : j % kLanes] += double(T(ys[j] * std::log(ps[j])));
+      accumulate_lanes<Sum>(prod, cols, lane);
       nll[i] = -T(merge_lanes<Sum>(lane, lanes));
       if (!dz) continue;
       T* dzs = dz + i * cols;
