@@ -52,8 +52,8 @@ cdef const pg_RunApi* api = <const pg_RunApi*>PyCapsule_GetPointer(_C.run_api, "
 if api.version != 1:
     raise ImportError(f"pygrad._run expects version 1 of _C.run_api, got {api.version}: rebuild pygrad")
 
-# At most this many feeds and 0-d fetches on this path (their values live on the C stack).
-DEF MAX_VALUES = 16
+cdef enum:
+    MAX_VALUES = 16  # at most this many feeds and 0-d fetches on this path (their values live on the C stack)
 cdef double FLOAT32_MAX = float(np.finfo(np.float32).max)
 cdef int64_t EXACT_IN_DOUBLE = 2 ** 53
 cdef tuple SCALAR_SHAPE = ()
