@@ -71,7 +71,7 @@ def _python_imports(path):
     text = path.read_text()
     if path.suffix == ".py":
         return ast.walk(ast.parse(text, str(path)))
-    statement = re.compile(r"\s*(import\s+[\w.]+|from\s+[\w.]+\s+import\s+[\w., ]+)\s*(#.*)?$")
+    statement = re.compile(r"\s*(import\s+[\w.]+(\s+as\s+\w+)?|from\s+[\w.]+\s+import\s+[\w., ]+)\s*(#.*)?$")
     nodes = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if statement.fullmatch(line):
@@ -137,3 +137,13 @@ def test_an_upward_import_is_found(tmp_path, source, expected):
              for t in _imported("pygrad.ops.made_up", path, node)}
     assert expected in found
     assert layer_of(expected) > layer_of("pygrad.ops.made_up")
+
+
+def test_a_cython_modules_python_imports_are_found(tmp_path):
+    """In a .pyx file the walk reads the Python import lines; cimports bring in C declarations only."""
+    path = tmp_path / "made_up.pyx"
+    path.write_text("# cython: language_level=3\ncimport numpy as cnp\nfrom libc.math cimport fabs\n"
+                    "import pygrad.session as s  # a comment\nfrom pygrad.lowering import compile_run\n"
+                    "cdef int f(int x):\n    return x\n")
+    found = {(t, node.lineno) for node in _python_imports(path) for t in _imported("pygrad.made_up", path, node)}
+    assert found == {("pygrad.session", 4), ("pygrad.lowering", 5)}
