@@ -1,6 +1,8 @@
 // The only file that knows pybind11: NumPy arrays in and out, argument checks, GIL release, and
 // the mapping of native errors to Python ones (ShapeError -> ValueError, DTypeError -> TypeError,
-// PreconditionError -> _C.UninitializedError, StepError -> _C.StepError with its `step`).
+// PreconditionError -> _C.UninitializedError, StepError -> _C.StepError with its `step`). It also
+// exports the C entry of the compiled Session.run path (pygrad/_run.pyx): `_C.run_api`, a capsule
+// holding a RunApi, which runs a plan on pointers the caller checked, without argument parsing.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -155,10 +157,68 @@ py::list run_plan(Plan& plan, const py::list& feeds) {
   }
   {
     py::gil_scoped_release release;
-    plan.execute(feed_ptrs, out_ptrs);
+    plan.execute(feed_ptrs.data(), feed_ptrs.size(), out_ptrs.data(), out_ptrs.size());
   }
   return result;
 }
+
+// The Python exceptions of _C's own classes (set when the module is made).
+PyObject* uninitialized_error = nullptr;
+PyObject* step_error = nullptr;
+
+// Sets the Python error for the native exception being handled: pygrad's errors as the module
+// docstring says, the standard ones as pybind11 maps them. Call it inside a catch block.
+void set_python_error() {
+  try {
+    throw;
+  } catch (const DTypeError& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (const PreconditionError& e) {
+    PyErr_SetString(uninitialized_error, e.what());
+  } catch (const StepError& e) {
+    PyObject* err = PyObject_CallFunction(step_error, "s", e.what());
+    if (!err) return;
+    PyObject* step = PyLong_FromLong(e.step);
+    if (step && PyObject_SetAttrString(err, "step", step) == 0) PyErr_SetObject(step_error, err);
+    Py_XDECREF(step);
+    Py_DECREF(err);
+  } catch (const std::bad_alloc&) {
+    PyErr_SetString(PyExc_MemoryError, "std::bad_alloc");
+  } catch (const std::invalid_argument& e) {  // ShapeError among them
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::out_of_range& e) {
+    PyErr_SetString(PyExc_IndexError, e.what());
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "unknown native error");
+  }
+}
+
+// The C entry of pygrad/_run.pyx (declared there too; keep the two in step). execute runs the
+// plan at `plan` (Plan.address) on feeds[i] (data of the plan's feed i: dtype and shape checked
+// by the caller) and copies fetch j to outs[j], with the GIL released; 0, or -1 with the Python
+// error set.
+struct RunApi {
+  int version;
+  int (*execute)(void* plan, const void* const* feeds, Py_ssize_t num_feeds, void* const* outs,
+                 Py_ssize_t num_outs);
+};
+
+int execute_plan(void* plan, const void* const* feeds, Py_ssize_t num_feeds, void* const* outs, Py_ssize_t num_outs) {
+  PyThreadState* thread = PyEval_SaveThread();
+  try {
+    static_cast<Plan*>(plan)->execute(feeds, size_t(num_feeds), outs, size_t(num_outs));
+  } catch (...) {
+    PyEval_RestoreThread(thread);
+    set_python_error();
+    return -1;
+  }
+  PyEval_RestoreThread(thread);
+  return 0;
+}
+
+const RunApi run_api{1, &execute_plan};
 
 }  // namespace
 }  // namespace pg
@@ -167,20 +227,21 @@ PYBIND11_MODULE(_C, m) {
   using namespace pg;
   m.doc() = "pygrad native kernels and executor";
   static py::exception<PreconditionError> uninitialized(m, "UninitializedError", PyExc_RuntimeError);
-  static py::exception<StepError> step_error(m, "StepError", PyExc_ValueError);
+  static py::exception<StepError> step(m, "StepError", PyExc_ValueError);
+  uninitialized_error = uninitialized.ptr();
+  step_error = step.ptr();
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
-    } catch (const DTypeError& e) {
-      PyErr_SetString(PyExc_TypeError, e.what());
-    } catch (const PreconditionError& e) {
-      py::set_error(uninitialized, e.what());
-    } catch (const StepError& e) {
-      py::object err = py::reinterpret_borrow<py::object>(step_error.ptr())(e.what());
-      err.attr("step") = e.step;
-      PyErr_SetObject(step_error.ptr(), err.ptr());
+    } catch (const DTypeError&) {  // pygrad's own; the rest go on to pybind11's translators
+      set_python_error();
+    } catch (const PreconditionError&) {
+      set_python_error();
+    } catch (const StepError&) {
+      set_python_error();
     }
   });
+  m.attr("run_api") = py::capsule(&run_api, "pygrad._C.run_api");
 
   py::dict dtypes;
   for (int code = 0; code < kNumDTypes; ++code) dtypes[dtype_name(DType(code))] = code;
@@ -246,6 +307,14 @@ PYBIND11_MODULE(_C, m) {
       .def("require_initialized", &Plan::require_initialized)
       .def("set_fetches", [](Plan& p, const py::list& fetches) { p.set_fetches(to_operands(fetches)); })
       .def_property_readonly("num_steps", &Plan::num_steps)
+      .def_property_readonly("num_feeds", &Plan::num_feeds)
       .def_property_readonly("arena_bytes", &Plan::arena_bytes)
+      .def_property_readonly("address", [](Plan& p) { return reinterpret_cast<uintptr_t>(&p); },
+                             "The plan's address, for run_api's execute (valid while the plan lives).")
+      .def_property_readonly("fetch_specs", [](const Plan& p) {
+        py::list specs;
+        for (const Operand& o : p.fetches()) specs.append(py::make_tuple(int(o.dtype), py::tuple(py::cast(dims_of(o.shape)))));
+        return specs;
+      }, "(dtype code, shape) of each fetch, in order.")
       .def("run", &run_plan, py::arg("feeds"), "Execute the plan once; returns one new array per fetch.");
 }

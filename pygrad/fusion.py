@@ -1,4 +1,30 @@
-"""Epilogue fusion on a lowered program: a convolution followed by a bias add and/or a relu becomes
+"""Fusion of lowered steps (a pass of compile_run between lower and assign_buffers).
+
+TF1's softmax-regression tutorial spells its cost out op by op,
+
+    cost = tf.reduce_mean(-tf.reduce_sum(y * tf.log(tf.nn.softmax(z)), reduction_indices=1))
+
+and tf.gradients adds one op per rule for its gradient: 13 steps over [N, C] or [N] arrays, each
+a pass over memory and a kernel call. When a run needs none of the intermediates (log(p), the
+products, the row sums, the gradients before dz), they become one step, the softmax_nll kernel
+(csrc/kernels/softmax.cc), which computes every value as the unfused kernels do, in the same
+order, so the results are bitwise the same. The softmax p stays an output (other steps may read
+it); the cost and dz are the outputs of the steps they replace.
+
+The steps matched (buffers are compared by identity; each intermediate must be read by the next
+step alone, and not fetched):
+
+    forward    p = softmax_fwd(z, axis 1); l = log(p); m = mul(y, l) (either order);
+               r = sum(m, axes [1]); n = neg(r); cost = mean(n, axes [0])
+    gradient   a = broadcast_to(g, [N], scale); b = neg(a); c = broadcast_to(b as [N, 1], [N, C]);
+               dl = mul(c, y) (either order); q = reciprocal(p); dp = mul(dl, q) (either order);
+               dz = softmax_bwd(p, dp, axis 1)
+
+with z and y matrices of one shape, g a constant or a feed of one element (the gradient of the
+cost, ones from tf.gradients), z and y not variables (no step in between writes them). A program
+with jumps (control flow) is left as it is.
+
+A second pass, fuse_epilogues: a convolution followed by a bias add and/or a relu becomes
 one conv2d_fwd step that does them on its output (csrc/kernels/conv.cc's ConvEpilogue: oneDNN's bias
 argument and relu post-op, or a pass over the output for the im2col kernels), so the intermediates
 are never written or read again.
@@ -12,6 +38,162 @@ output (ReluGrad(y, dy)), not its input, so a training step fuses as well as inf
 Jump targets and loop bounds are renumbered for the steps removed.
 """
 
+
+def fuse(steps, fetches):
+    """steps with each matched pattern replaced by one softmax_nll step (at the softmax's place);
+    fetches are the operands the plan returns."""
+    if any(st.kernel is None for st in steps):
+        return steps
+    reads = {}
+    for st in steps:
+        for o in st.ins:
+            reads[o.buffer] = reads.get(o.buffer, 0) + 1
+    for o in fetches:
+        reads[o.buffer] = reads.get(o.buffer, 0) + 1
+    made_at = {o.buffer: i for i, st in enumerate(steps) for o in st.outs}
+    readers = {}
+    for i, st in enumerate(steps):
+        for o in st.ins:
+            readers.setdefault(o.buffer, []).append(i)
+
+    def only_reader(buffer):
+        """The index of the one step that reads buffer, if it is read once and not fetched."""
+        r = readers.get(buffer, ())
+        return r[0] if len(r) == 1 and reads.get(buffer) == 1 else None
+
+    removed, replaced = set(), {}
+    for i, st in enumerate(steps):
+        if st.kernel == "softmax_fwd" and i not in removed:
+            match = _match(steps, i, only_reader, readers, made_at)
+            if match is not None and not (set(match[1]) & removed):
+                fused, gone = match
+                replaced[i] = fused
+                removed |= set(gone)
+    if not replaced:
+        return steps
+    return [replaced.get(i, st) for i, st in enumerate(steps) if i not in removed]
+
+
+def _is(st, kernel, **attrs):
+    """Whether st calls kernel with these attributes (a broadcast_to's scale defaults to 1)."""
+    if st.kernel != kernel:
+        return False
+    for k, v in attrs.items():
+        have = st.attrs.get(k, 1.0 if k == "scale" else None)
+        if (list(have) if isinstance(have, (list, tuple)) else have) != v:
+            return False
+    return True
+
+
+def _other(st, buffer):
+    """The operand of a two-input step that is not buffer's (None if neither or both are)."""
+    a, b = st.ins
+    if (a.buffer is buffer) == (b.buffer is buffer):
+        return None
+    return b if a.buffer is buffer else a
+
+
+def _match(steps, i, only_reader, readers, made_at):
+    """(the fused step, the indices of the steps it replaces) for the softmax at steps[i], or None."""
+    sm = steps[i]
+    z, p = sm.ins[0], sm.outs[0]
+    if len(z.dims) != 2 or sm.attrs.get("axis") != 1 or z.buffer.kind == "var":
+        return None
+    chain = []
+
+    def next_step(buffer, kernel, **attrs):
+        j = only_reader(buffer)
+        if j is None or not _is(steps[j], kernel, **attrs):
+            return None
+        chain.append(j)
+        return steps[j]
+
+    log = next((steps[j] for j in readers.get(p.buffer, ()) if _is(steps[j], "unary_fwd", op="log")), None)
+    if log is None:
+        return None
+    chain.append(steps.index(log, i))
+    mul = next_step(log.outs[0].buffer, "binary_fwd", op="mul")
+    y = mul and _other(mul, log.outs[0].buffer)
+    if y is None or y.dims != z.dims or y.buffer.kind == "var" or made_at.get(y.buffer, -1) >= i:
+        return None
+    row_sum = next_step(mul.outs[0].buffer, "reduce_fwd", op="sum", axes=[1])
+    neg = row_sum and next_step(row_sum.outs[0].buffer, "unary_fwd", op="neg")
+    mean = neg and next_step(neg.outs[0].buffer, "reduce_fwd", op="mean", axes=[0])
+    if mean is None or mean.outs[0].dims != ():
+        return None
+    forward = list(chain)
+    ins, outs, attrs = [z, y], [p, mean.outs[0]], {}
+    grad = _match_gradient(steps, p, y, only_reader, readers, chain)
+    if grad is not None:
+        g, dz, scale = grad
+        ins.append(g)
+        outs.append(dz)
+        attrs["scale"] = scale
+    else:
+        chain[:] = forward
+    fused = type(sm)(sm.op, "softmax_nll", ins, outs, attrs, [], -1)
+    return fused, chain
+
+
+def _match_gradient(steps, p, y, only_reader, readers, chain):
+    """(g, dz, scale) of the gradient steps of the pattern (appending their indices to chain), or None."""
+    bwd = next((j for j in readers.get(p.buffer, ()) if _is(steps[j], "softmax_bwd", axis=1)), None)
+    if bwd is None:
+        return None
+    sb = steps[bwd]
+    if sb.ins[0].buffer is not p.buffer:
+        return None
+    dp = sb.ins[1].buffer
+    k = next((j for j, st in enumerate(steps) if any(o.buffer is dp for o in st.outs)), None)
+    if k is None or only_reader(dp) != bwd or not _is(steps[k], "binary_fwd", op="mul"):
+        return None
+    mul_q = steps[k]
+    found = []
+    for a, b in (mul_q.ins, reversed(mul_q.ins)):
+        rec = _maker(steps, a.buffer)
+        if rec is not None and _is(steps[rec], "unary_fwd", op="reciprocal") and \
+                steps[rec].ins[0].buffer is p.buffer and only_reader(a.buffer) == k:
+            found = [rec, b]
+            break
+    if not found:
+        return None
+    rec, dl = found
+    m = _maker(steps, dl.buffer)
+    if m is None or only_reader(dl.buffer) != k or not _is(steps[m], "binary_fwd", op="mul"):
+        return None
+    c = _other(steps[m], y.buffer)
+    bc = c is not None and _maker(steps, c.buffer)
+    if not bc or only_reader(c.buffer) != m or not _is(steps[bc], "broadcast_to", scale=1.0):
+        return None
+    b = steps[bc].ins[0]
+    ng = _maker(steps, b.buffer)
+    if ng is None or only_reader(b.buffer) != bc or not _is(steps[ng], "unary_fwd", op="neg"):
+        return None
+    a = steps[ng].ins[0]
+    ab = _maker(steps, a.buffer)
+    if ab is None or only_reader(a.buffer) != ng or not _is(steps[ab], "broadcast_to"):
+        return None
+    g = steps[ab].ins[0]
+    n = p.dims[0]
+    if g.buffer.kind not in ("const", "feed") or _numel(g.dims) != 1 or steps[ab].outs[0].dims != (n,) or \
+            steps[ng].outs[0].dims != (n,) or b.dims not in ((n,), (n, 1)) or c.dims != p.dims or \
+            "scale" not in steps[ab].attrs:
+        return None
+    chain += [ab, ng, bc, m, rec, k, bwd]
+    return g, sb.outs[0], steps[ab].attrs["scale"]
+
+
+def _maker(steps, buffer):
+    """The index of the one step that writes buffer, or None."""
+    made = [j for j, st in enumerate(steps) if any(o.buffer is buffer for o in st.outs)]
+    return made[0] if len(made) == 1 else None
+
+
+def _numel(dims):
+    n = 1
+    for d in dims:
+        n *= d
+    return n
 
 def fuse_epilogues(program, fetched):
     """Rewrites program.steps in place; fetched: the operands the plan returns."""
@@ -64,21 +246,17 @@ def _epilogue(steps, i, private, targets):
     channels = conv.ins[1].dims[-1]
     bias, relu, last, current = None, False, i, out
     j = i + 1
-    if j < len(steps) and j not in targets and _is(steps[j], "binary_fwd", "add") and private(current.buffer):
+    if j < len(steps) and j not in targets and _is(steps[j], "binary_fwd", op="add") and private(current.buffer):
         a, b = steps[j].ins
         other = b if a.buffer is current.buffer else a if b.buffer is current.buffer else None
         if other is not None and other.buffer is not current.buffer and other.dtype == out.dtype \
                 and _is_channel_vector(other.dims, channels) and tuple(steps[j].outs[0].dims) == tuple(out.dims):
             bias, last, current = other.with_dims((channels,)), j, steps[j].outs[0]
             j += 1
-    if j < len(steps) and j not in targets and _is(steps[j], "unary_fwd", "relu") and private(current.buffer) \
+    if j < len(steps) and j not in targets and _is(steps[j], "unary_fwd", op="relu") and private(current.buffer) \
             and steps[j].ins[0].buffer is current.buffer and tuple(steps[j].outs[0].dims) == tuple(out.dims):
         relu, last = True, j
     return (bias, relu, last) if last > i else None
-
-
-def _is(step, kernel, fn):
-    return step.kernel == kernel and step.attrs.get("op") == fn
 
 
 def _is_channel_vector(dims, channels):

@@ -5,6 +5,7 @@ native Plan, in passes that each read and return plain data:
     infer_shapes    concrete shapes (and the values of shape ops) from the fed shapes
     schedule        the order the steps run in
     lower           each op to steps over logical buffers, through its OpContext
+    fuse            runs of steps that one kernel computes alike, as that kernel (fusion.py)
     assign_buffers  logical buffers to the plan's buffers; temporaries share memory when their
                     lifetimes do not overlap
     emit            the native Plan
@@ -17,7 +18,7 @@ import numpy as np
 
 from pygrad import _C, errors
 from pygrad.dtypes import MEMORY_BYTES
-from pygrad.fusion import fuse_epilogues
+from pygrad.fusion import fuse, fuse_epilogues
 from pygrad.graph import Operation, reachable
 from pygrad.host_values import HostValues
 from pygrad.registry import (ALIAS, CONST, CUSTOM, FEED, HOST, HOST_CALL, HOST_EFFECT, HOST_FEED, KERNEL, MAX_RANK,
@@ -28,14 +29,16 @@ from pygrad.shapes import TensorShape
 class CompiledRun:
     """A built plan, the constants it reads (it does not copy them), and what Session.run needs to
     call it: for each element of the run, the index of its fetched value (None for an op), the op
-    behind each step and the largest temporary buffer (to name them in errors)."""
+    behind each step and the largest temporary buffer (to name them in errors). `fast` is the
+    compiled Session.run path's own record of it (pygrad/_run.pyx), made at its first run there."""
 
-    __slots__ = ("plan", "consts", "owned_bytes", "fetch_index", "step_ops", "largest_temp", "host")
+    __slots__ = ("plan", "consts", "owned_bytes", "fetch_index", "step_ops", "largest_temp", "host", "fast")
 
     def __init__(self, plan, consts, fetch_index, step_ops, largest_temp, host):
         self.plan, self.consts, self.fetch_index = plan, consts, fetch_index
         self.step_ops, self.largest_temp = step_ops, largest_temp
         self.host = host if host.needed else None  # None: all native
+        self.fast = None
         # The graph's constants are read-only arrays the plans share; the others are its own.
         self.owned_bytes = sum(c.nbytes for c in consts if c.flags.writeable)
 
@@ -58,6 +61,7 @@ def compile_run(elements, feed_tensors, feed_shapes, store):
     program = lower(schedule(value_ops, fed), specs, values, fed, store, plan_ops(value_ops))
     host = HostValues(fetch_tensors, feed_tensors, program)
     fetches = host.plan_fetches
+    program.steps = fuse(program.steps, fetches)
     fuse_epilogues(program, fetches)
     plan_buffers, where = assign_buffers([program.buffer_of[t] for t in host.native_feeds], program.steps, fetches,
                                          program.loops)

@@ -1,7 +1,7 @@
 """Session: runs fetches of a graph on a native plan built once per run signature."""
 import numpy as np
 
-from pygrad import _C, dtypes, errors
+from pygrad import _C, _run, dtypes, errors
 from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph, session_stack
 from pygrad.lowering import compile_run, out_of_memory
 from pygrad.host_runs import plan_host_run
@@ -110,10 +110,12 @@ class BaseSession:
         return ""
 
     # ---- running ----
-    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        """Runs what fetches need once; returns their values in the structure of fetches."""
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
+    # Session.run is compiled (pygrad/_run.pyx): it runs the common case itself, a cached plan
+    # with array or number feeds, and hands every other run to _run_general.
+    run = _run.run
+
+    def _run_general(self, fetches, feed_dict):
+        """Session.run for any fetch structure and feed values: what a run does, defined here."""
         graph, kind = self.graph, type(fetches)
         # Fast paths for a tensor and a flat list or tuple of graph elements; _Fetches for the rest.
         if kind is Tensor and fetches.graph is graph:
@@ -148,17 +150,22 @@ class BaseSession:
         try:
             outs = compiled.plan.run(
                 arrays if host is None or host.plan_feeds is None else [arrays[i] for i in host.plan_feeds])
-        except _C.UninitializedError as e:
-            raise self._uninitialized(str(e)) from None
-        except MemoryError:
-            raise MemoryError(out_of_memory(compiled.plan.arena_bytes, compiled.largest_temp)) from None
-        except _C.StepError as e:
-            op = compiled.step_ops[e.step]
-            raise errors.InvalidArgumentError(None, op, op.error(str(e))) from None
+        except (_C.UninitializedError, MemoryError, _C.StepError) as e:
+            raise self._run_error(compiled, e) from None
         if host is not None:
             outs = host.values(outs, arrays)
         return [outs[i][()] if i is not None and outs[i].ndim == 0 else outs[i] if i is not None else None
                 for i in compiled.fetch_index]
+
+    def _run_error(self, compiled, e):
+        """The error to raise for e, which a run of compiled's plan raised: _C.UninitializedError,
+        MemoryError or _C.StepError, as TF's error naming the variable or the op."""
+        if isinstance(e, _C.UninitializedError):
+            return self._uninitialized(str(e))
+        if isinstance(e, MemoryError):
+            return MemoryError(out_of_memory(compiled.plan.arena_bytes, compiled.largest_temp))
+        op = compiled.step_ops[e.step]
+        return errors.InvalidArgumentError(None, op, op.error(str(e)))
 
     def _run_with_host_ops(self, elements, feed_tensors, arrays):
         """A run of a graph with ops Python runs around the plan (see host_runs.py)."""

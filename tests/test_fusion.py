@@ -1,96 +1,114 @@
-"""Epilogue fusion (pygrad/fusion.py): conv2d + bias add + relu become one step when nothing else
-reads the intermediates; the values and gradients are those of the unfused ops, which run when the
-intermediates are fetched."""
+"""Fusion of lowered steps (pygrad/fusion.py): TF1's spelled-out softmax cross-entropy and its
+gradient become one softmax_nll step when the run needs none of the intermediates, with results
+bitwise those of the unfused steps (NaN and inf included), and against TensorFlow."""
 import numpy as np
 import pytest
 
 import pygrad as tf
+from pygrad import _C
+from pygrad.lowering import compile_run
+from pygrad.session_store import SessionStore
 
 
-def _kernels(sess):
-    """The kernels of the plan of the last signature run (the plan cache keeps insertion order)."""
-    compiled = list(sess._plans.values())[-1]
-    return [op.type for op in compiled.step_ops]
+def tutorial(tf_, dtype, classes, features, scale=1.0, seed=0, rate=0.5):
+    """The MNIST tutorial's model (its cost spelled out, SGD), with seeded weights."""
+    rng = np.random.RandomState(seed)
+    x = tf_.placeholder(dtype, [None, features])
+    y = tf_.placeholder(dtype, [None, classes])
+    W = tf_.Variable((rng.randn(features, classes) * scale).astype(dtype))
+    b = tf_.Variable(rng.randn(classes).astype(dtype))
+    pred = tf_.nn.softmax(tf_.matmul(x, W) + b)
+    log_pred = tf_.log(pred)
+    cost = tf_.reduce_mean(-tf_.reduce_sum(y * log_pred, reduction_indices=1))
+    train = tf_.train.GradientDescentOptimizer(rate).minimize(cost)
+    return x, y, W, b, pred, log_pred, cost, train
 
 
-def _net(rng, bias_add="add"):
-    x = tf.placeholder(tf.float32, [None, 8, 8, 3])
-    w = tf.Variable(rng.standard_normal((3, 3, 3, 4)).astype(np.float32))
-    b = tf.Variable(rng.standard_normal(4).astype(np.float32))
-    conv = tf.nn.conv2d(x, w, strides=[1, 1, 1, 1], padding="SAME")
-    pre = conv + b if bias_add == "add" else b + conv if bias_add == "radd" else tf.nn.bias_add(conv, b)
-    return x, w, b, conv, pre, tf.nn.relu(pre)
+def batches(dtype, rows, classes, features, steps, seed=1):
+    rng = np.random.RandomState(seed)
+    return [(rng.rand(rows, features).astype(dtype), np.eye(classes, dtype=dtype)[rng.randint(0, classes, rows)])
+            for _ in range(steps)]
 
 
-@pytest.mark.parametrize("bias_add", ["add", "radd", "bias_add"])
-def test_conv_bias_relu_is_one_step_with_the_same_values(bias_add):
-    rng = np.random.default_rng(0)
-    x, w, b, conv, pre, y = _net(rng, bias_add)
-    xv = rng.standard_normal((2, 8, 8, 3)).astype(np.float32)
-    with tf.Session() as sess:
-        sess.run(tf.global_variables_initializer())
-        fused = sess.run(y, {x: xv})
-        kernels = _kernels(sess)
-        assert kernels.count("Conv2D") == 1 and "Relu" not in kernels and "Add" not in kernels \
-            and "BiasAdd" not in kernels, kernels
-        convv, prev, unfused = sess.run([conv, pre, y], {x: xv})  # fetched: nothing fuses
-        assert "Relu" in _kernels(sess)
-    np.testing.assert_allclose(fused, unfused, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(unfused, np.maximum(prev, 0))
-    assert (prev < 0).any()
+def kernels(fetches, feeds, shapes):
+    run = compile_run(fetches, feeds, shapes, SessionStore(tf.get_default_graph()))
+    return [op.type for op in run.step_ops], run.plan.num_steps
 
 
-def test_conv_relu_and_conv_bias_alone():
-    rng = np.random.default_rng(1)
-    x, w, b, conv, pre, _ = _net(rng)
-    relu_only, bias_only = tf.nn.relu(conv), conv + b
-    xv = rng.standard_normal((3, 8, 8, 3)).astype(np.float32)
-    with tf.Session() as sess:
-        sess.run(tf.global_variables_initializer())
-        r = sess.run(relu_only, {x: xv})
-        assert _kernels(sess) == ["Conv2D"]
-        s = sess.run(bias_only, {x: xv})
-        assert _kernels(sess) == ["Conv2D"]
-        c = sess.run(conv, {x: xv})
-    np.testing.assert_allclose(r, np.maximum(c, 0), rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(s, c + _initial(b), rtol=1e-6, atol=1e-6)
+@pytest.mark.parametrize("dtype, rows, classes, scale", [
+    (np.float32, 100, 10, 1.0),     # the tutorial's shapes
+    (np.float32, 7, 40, 1.0),       # rows of 16 classes and more: the sums' eight accumulators
+    (np.float64, 20, 10, 1.0),
+    (np.float32, 30, 10, 40.0),     # p underflows to 0: log(p) = -inf and the cost NaN, as in TF
+    (np.float32, 1, 1, 1.0),
+])
+def test_fused_steps_are_bitwise_the_unfused_ones(dtype, rows, classes, scale):
+    features = 12
+    data = batches(dtype, rows, classes, features, 6)
+    results = []
+    for fetch_log in (False, True):  # fetching log(pred) keeps the steps unfused
+        tf.reset_default_graph()
+        x, y, W, b, pred, log_pred, cost, train = tutorial(tf, dtype, classes, features, scale)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            fetches = [train, cost, pred] + ([log_pred] if fetch_log else [])
+            costs = [sess.run(fetches, {x: bx, y: by})[1:3] for bx, by in data]
+            results.append((costs, sess.run([W, b])))
+    (fused_costs, fused_vars), (plain_costs, plain_vars) = results
+    for (c1, p1), (c2, p2) in zip(fused_costs, plain_costs):
+        np.testing.assert_array_equal(c1, c2)
+        np.testing.assert_array_equal(p1, p2)
+    for v1, v2 in zip(fused_vars, plain_vars):
+        np.testing.assert_array_equal(v1, v2)
+    if scale > 1:
+        assert np.isnan(fused_costs[0][0])
 
 
-def _initial(v):
-    with tf.Session() as s:
-        s.run(v.initializer)
-        return s.run(v)
+def test_the_pattern_becomes_one_step():
+    x, y, W, b, pred, log_pred, cost, train = tutorial(tf, np.float32, 10, 784)
+    shapes = [(100, 784), (100, 10)]
+    types, n = kernels([train, cost], (x, y), shapes)
+    assert n == 7 and "Softmax" in types and "Log" not in types and "SoftmaxGrad" not in types
+    types, n = kernels([cost], (x, y), shapes)  # the forward alone
+    assert n == 3 and types == ["MatMul", "Add", "Softmax"]
+    types, n = kernels([train, cost, log_pred], (x, y), shapes)  # an intermediate is fetched
+    assert "Log" in types and "SoftmaxGrad" in types and n == 19
 
 
-def test_training_step_fuses_and_matches_the_unfused_gradients():
-    """Relu's gradient reads its output, which the fused step writes: the step still fuses, and
-    the gradients equal those of a run that fetches the intermediates (and so does not fuse)."""
-    rng = np.random.default_rng(2)
-    x, w, b, conv, pre, y = _net(rng)
-    loss = tf.reduce_sum(y * y)
-    gw, gb = tf.gradients(loss, [w, b])
-    xv = rng.standard_normal((2, 8, 8, 3)).astype(np.float32)
-    with tf.Session() as sess:
-        sess.run(tf.global_variables_initializer())
-        fused = sess.run([gw, gb], {x: xv})
-        assert "Relu" not in _kernels(sess)
-        unfused = sess.run([gw, gb, pre, conv], {x: xv})[:2]
-        assert "Relu" in _kernels(sess)
-    for f, u in zip(fused, unfused):
-        np.testing.assert_allclose(f, u, rtol=1e-5, atol=1e-5)
+def test_other_costs_are_not_fused():
+    x = tf.placeholder(tf.float32, [None, 5])
+    y = tf.placeholder(tf.float32, [None, 5])
+    p = tf.nn.softmax(x)
+    shapes = [(4, 5), (4, 5)]
+    for cost in (tf.reduce_sum(-tf.reduce_sum(y * tf.log(p), 1)),          # a sum, not a mean
+                 tf.reduce_mean(-tf.reduce_sum(y * tf.log(p + 1e-9), 1)),   # log of something else
+                 tf.reduce_mean(tf.reduce_sum(y * tf.log(p), 1))):          # no neg
+        types, _ = kernels([cost, tf.gradients(cost, x)[0]], (x, y), shapes)
+        assert "Log" in types
 
 
-def test_fusion_inside_a_cond_keeps_the_jumps_right():
-    rng = np.random.default_rng(3)
-    x, w, b, conv, pre, y = _net(rng)
-    flag = tf.placeholder(tf.bool, [])
-    out = tf.cond(flag, lambda: tf.nn.relu(tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME") + b),
-                  lambda: tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME") * 2.0)
-    total = tf.reduce_sum(out) + tf.reduce_sum(y)
-    xv = rng.standard_normal((2, 8, 8, 3)).astype(np.float32)
-    with tf.Session() as sess:
-        sess.run(tf.global_variables_initializer())
-        c, yv = sess.run([conv, y], {x: xv})
-        for f in (True, False):
-            want = (np.maximum(c + _initial(b), 0) if f else 2 * c).sum() + yv.sum()
-            np.testing.assert_allclose(sess.run(total, {x: xv, flag: f}), want, rtol=1e-5)
+def test_softmax_nll_kernel_refuses_bad_operands():
+    z = np.zeros((2, 3), np.float32)
+    with pytest.raises(ValueError, match="softmax_nll: z, y and p must be matrices of one shape"):
+        _C.call("softmax_nll", [z, np.zeros((2, 4), np.float32)], [np.empty_like(z), np.empty((), np.float32)])
+    with pytest.raises(TypeError, match="softmax_nll"):
+        _C.call("softmax_nll", [z.astype(np.int32)] * 2, [np.empty((2, 3), np.int32), np.empty((), np.int32)])
+
+
+def test_against_tensorflow():
+    tft = pytest.importorskip("tensorflow").compat.v1
+    tft.disable_v2_behavior()
+    data = batches(np.float32, 100, 10, 784, 20)
+    results = []
+    for lib in (tf, tft):
+        g = lib.Graph()
+        with g.as_default():
+            x, y, W, b, pred, log_pred, cost, train = tutorial(lib, np.float32, 10, 784, scale=0.01, rate=0.01)
+            with lib.Session() as sess:
+                sess.run(lib.global_variables_initializer())
+                costs = [sess.run([train, cost], {x: bx, y: by})[1] for bx, by in data]
+                results.append((costs, sess.run(W), sess.run(b)))
+    (mine, w1, b1), (theirs, w2, b2) = results
+    np.testing.assert_allclose(mine, theirs, rtol=1e-6)
+    np.testing.assert_allclose(w1, w2, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(b1, b2, rtol=1e-5, atol=1e-7)

@@ -3,6 +3,7 @@ the same layer or a lower one, and no modules import each other in a loop. The R
 section shows the same layers."""
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -17,7 +18,7 @@ LAYERS = [
     ("ops", ["pygrad.ops", "pygrad.ops.*"]),
     ("gradients", ["pygrad.gradients"]),
     ("lowering", ["pygrad.lowering", "pygrad.host_values", "pygrad.session_store", "pygrad.fusion"]),
-    ("session", ["pygrad.session", "pygrad.host_runs"]),
+    ("session", ["pygrad.session", "pygrad.host_runs", "pygrad._run"]),
     ("api", ["pygrad.train", "pygrad.train.*", "pygrad.nn", "pygrad.platform", "pygrad.platform.*", "pygrad.layers", "pygrad.layers.*", "pygrad.losses",
              "pygrad.summary", "pygrad.summary.*", "pygrad.data", "pygrad.data.*", "pygrad.compat",
              "pygrad.contrib", "pygrad.contrib.*", "pygrad.rnn", "pygrad.rnn.*", "pygrad.linalg", "pygrad.math",
@@ -27,9 +28,9 @@ LAYERS = [
 
 
 def _modules():
-    """{dotted module name: path} of every .py file of the package."""
+    """{dotted module name: path} of every .py and Cython .pyx file of the package."""
     out = {}
-    for path in PACKAGE.rglob("*.py"):
+    for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.pyx")]:
         parts = ("pygrad",) + path.relative_to(PACKAGE).with_suffix("").parts
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -64,11 +65,27 @@ def _imported(module, path, node):
     return {n for n in names if n == "pygrad" or n.startswith("pygrad.")}
 
 
+def _python_imports(path):
+    """The import statements of a module: of a .pyx file, its Python import lines (a cimport
+    brings in C declarations only), each parsed alone at its line number."""
+    text = path.read_text()
+    if path.suffix == ".py":
+        return ast.walk(ast.parse(text, str(path)))
+    statement = re.compile(r"\s*(import\s+[\w.]+(\s+as\s+\w+)?|from\s+[\w.]+\s+import\s+[\w., ]+)\s*(#.*)?$")
+    nodes = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if statement.fullmatch(line):
+            node = ast.parse(line.strip()).body[0]
+            node.lineno = lineno
+            nodes.append(node)
+    return nodes
+
+
 def imports():
     """[(importing module, imported module, line)] over the whole package."""
     edges = []
     for module, path in MODULES.items():
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in _python_imports(path):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 edges += [(module, target, node.lineno) for target in _imported(module, path, node)
                           if target != module]
@@ -120,3 +137,13 @@ def test_an_upward_import_is_found(tmp_path, source, expected):
              for t in _imported("pygrad.ops.made_up", path, node)}
     assert expected in found
     assert layer_of(expected) > layer_of("pygrad.ops.made_up")
+
+
+def test_a_cython_modules_python_imports_are_found(tmp_path):
+    """In a .pyx file the walk reads the Python import lines; cimports bring in C declarations only."""
+    path = tmp_path / "made_up.pyx"
+    path.write_text("# cython: language_level=3\ncimport numpy as cnp\nfrom libc.math cimport fabs\n"
+                    "import pygrad.session as s  # a comment\nfrom pygrad.lowering import compile_run\n"
+                    "cdef int f(int x):\n    return x\n")
+    found = {(t, node.lineno) for node in _python_imports(path) for t in _imported("pygrad.made_up", path, node)}
+    assert found == {("pygrad.session", 4), ("pygrad.lowering", 5)}

@@ -395,6 +395,20 @@ Case clip_by_global_norm(const std::string& variant, const std::vector<Shape>& s
   return c;
 }
 
+// ---- the tutorial's spelled-out cost and its gradient, fused: (z, y, g) -> (p, cost, dz) ----
+Case softmax_nll(int64_t rows, int64_t classes) {
+  const Shape s{rows, classes};
+  Case c;
+  c.kernel = "softmax_nll";
+  c.name = c.kernel + "/" + std::to_string(rows) + "x" + std::to_string(classes);
+  c.shapes = dims(s) + " with gradient";
+  c.in = {f32(s), f32(s, Fill::one_hot), f32({1}, Fill::positive)};
+  c.out = {f32(s), f32({}), f32(s)};
+  c.attrs = make_attrs({{"scale", AttrValue(1.0 / double(rows))}});
+  c.bytes = sum_bytes(c.in) + sum_bytes(c.out);
+  return c;
+}
+
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   auto add = [&](Case c) { cases.push_back(std::move(c)); };
@@ -408,6 +422,7 @@ std::vector<Case> all_cases() {
 
   for (bool sparse : {false, true})
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{100, 10}, {512, 1000}}) add(xent(sparse, rows, cols));
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{100, 10}, {512, 1000}}) add(softmax_nll(rows, cols));
 
   for (const char* op : {"sum", "mean", "max"})
     for (const std::vector<int64_t>& axes : {std::vector<int64_t>{0}, {1}, {0, 1}}) add(reduction(op, 1000, 1000, axes));

@@ -11,6 +11,7 @@
 
 #include "pg/lanes.h"
 #include "pg/parallel.h"
+#include "pg/scratch.h"
 #include "runtime/kernel.h"
 
 namespace pg {
@@ -122,6 +123,58 @@ template <class T> void log_softmax_bwd(ConstView<T> y, ConstView<T> dy, View<T>
   });
 }
 
+// The cost of TF1's softmax-regression tutorial and its gradient, in one pass over the rows, where
+// the graph spells them out op by op and the plan needs none of the intermediates:
+//   p = softmax(z), cost = mean_i(-sum_j(y * log(p))[i])                     (forward)
+//   dz = softmax_bwd(p, (-(g * scale) * y) * (1 / p))                          (the gradient)
+// for z, y, p, dz: [N, C] and g the cost's incoming gradient (scale: its BroadcastLike's 1/N).
+// Every value is computed as the unfused kernels compute it (softmax_fwd, log, mul, a last-axis
+// sum_reduce, neg, mean_reduce; broadcast_to, neg, mul, reciprocal, mul, softmax_bwd), in the
+// same order and precision, so results are bitwise those of the unfused steps, NaN and inf (p
+// underflowing to 0) included. dz may be null (no gradient). nll: N values of scratch.
+template <class T>
+void softmax_nll(const T* z, const T* y, const T* g, double scale, int64_t rows, int64_t cols, T* p, T* cost, T* dz,
+                 T* nll) {
+  struct Sum {  // the reduction kernels' sum (reduce.cc's SumOf): in double
+    using A = double;
+    static A step(A a, T x) { return a + A(x); }
+    static A merge(A a, A b) { return a + b; }
+  };
+  const T up = dz ? -(g[0] * T(scale)) : T(0);  // the gradient reaching -sum(...)[i], every row alike
+  parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(cols, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const T* zs = z + i * cols;
+      const T* ys = y + i * cols;
+      T* ps = p + i * cols;
+      const T m = lane_max(zs, cols, Unit{});
+      const T d = T(lane_sum(cols, [&](int64_t j) {
+        const T e = std::exp(zs[j] - m);
+        ps[j] = e;
+        return e;
+      }));
+      for (int64_t j = 0; j < cols; ++j) ps[j] /= d;
+      // The last-axis sum as reduce_fwd takes it (accumulate_lanes, merged pairwise).
+      T* prod = thread_scratch<T, struct SoftmaxNllRow>(cols);  // y * log(p), then summed
+      for (int64_t j = 0; j < cols; ++j) prod[j] = std::log(ps[j]);
+      for (int64_t j = 0; j < cols; ++j) prod[j] *= ys[j];
+      double lane[kLanes];
+      for (double& l : lane) l = 0;
+      const int lanes = cols < 2 * kLanes ? 1 : kLanes;
+      accumulate_lanes<Sum>(prod, cols, lane);
+      nll[i] = -T(merge_lanes<Sum>(lane, lanes));
+      if (!dz) continue;
+      T* dzs = dz + i * cols;
+      for (int64_t j = 0; j < cols; ++j) dzs[j] = (up * ys[j]) * (T(1) / ps[j]);
+      const T dot = T(lane_sum(cols, [&](int64_t j) { return double(dzs[j]) * double(ps[j]); }));
+      for (int64_t j = 0; j < cols; ++j) dzs[j] = ps[j] * (dzs[j] - dot);
+    }
+  });
+  double lane[kLanes];
+  for (double& l : lane) l = 0;
+  accumulate_lanes<Sum>(nll, rows, lane);
+  cost[0] = T(merge_lanes<Sum>(lane, rows < 2 * kLanes ? 1 : kLanes) / double(rows));
+}
+
 // ---- builders ----
 
 namespace {
@@ -182,6 +235,37 @@ Step build_log_softmax_bwd(const KernelCall& c) {
   return dispatch_float(y.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [y, dy, dx, l](Frame& f) { log_softmax_bwd(cview<T>(f, y), cview<T>(f, dy), view<T>(f, dx), l); };
+  });
+}
+
+// Inputs z, y [N, C] (and g, the cost's gradient, one element, when the gradient is wanted);
+// outputs p [N, C], cost [] (and dz [N, C]); attribute scale (g's BroadcastLike scale, 1/N).
+Step build_softmax_nll(const KernelCall& c) {
+  const char* nm = c.kernel.c_str();
+  const bool grad = c.in.size() == 3;
+  expect_arity(c, grad ? 3 : 2, grad ? 3 : 2);
+  expect_same_dtype(c);
+  const Operand z = c.in[0], y = c.in[1], p = c.out[0], cost = c.out[1];
+  PG_CHECK_DTYPE(z.dtype == DType::f32 || z.dtype == DType::f64, nm, "expected float32 or float64, got %s",
+                 dtype_name(z.dtype));
+  PG_CHECK(z.shape.ndim == 2 && y.shape == z.shape && p.shape == z.shape, nm,
+           "z, y and p must be matrices of one shape, got %s, %s and %s", z.shape.str().c_str(), y.shape.str().c_str(),
+           p.shape.str().c_str());
+  PG_CHECK(cost.shape.numel() == 1 && cost.shape.ndim == 0, nm, "cost must be a scalar, got %s",
+           cost.shape.str().c_str());
+  const Operand g = grad ? c.in[2] : Operand{}, dz = grad ? c.out[2] : Operand{};
+  PG_CHECK(!grad || (g.shape.numel() == 1 && dz.shape == z.shape), nm,
+           "g must hold one value and dz have z's shape %s, got %s and %s", z.shape.str().c_str(),
+           g.shape.str().c_str(), dz.shape.str().c_str());
+  const double scale = c.attrs.f("scale", 1.0);
+  const int64_t rows = z.shape[0], cols = z.shape[1];
+  return dispatch_float(z.dtype, nm, [&](auto t) -> Step {
+    using T = decltype(t);
+    return [=](Frame& f) {
+      softmax_nll<T>(cview<T>(f, z).data, cview<T>(f, y).data, grad ? cview<T>(f, g).data : nullptr, scale, rows,
+                     cols, view<T>(f, p).data, view<T>(f, cost).data, grad ? view<T>(f, dz).data : nullptr,
+                     thread_scratch<T, struct SoftmaxNll>(rows));
+    };
   });
 }
 

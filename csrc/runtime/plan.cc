@@ -109,9 +109,9 @@ int64_t Plan::arena_bytes() const {
   return arena_bytes_;
 }
 
-void Plan::execute(const std::vector<const void*>& feeds, const std::vector<void*>& outs) {
+void Plan::execute(const void* const* feeds, size_t num_feeds, void* const* outs, size_t num_outs) {
   finalize();
-  if (feeds.size() != feeds_.size() || outs.size() != fetches_.size())
+  if (num_feeds != feeds_.size() || num_outs != fetches_.size())
     throw std::invalid_argument("Plan::execute: wrong number of feeds or outputs");
   for (int id : required_vars_)
     if (!store_->initialized(id)) throw PreconditionError(store_->name(id));
@@ -123,7 +123,7 @@ void Plan::execute(const std::vector<const void*>& feeds, const std::vector<void
   Frame frame{fixed_ptr_};
   char* base = static_cast<char*>(arena.block.data());
   for (const auto& [buffer, offset] : offsets_) frame.ptr[size_t(buffer)] = base + offset;
-  for (size_t i = 0; i < feeds.size(); ++i) frame.ptr[size_t(feed_buffers_[i])] = const_cast<void*>(feeds[i]);
+  for (size_t i = 0; i < num_feeds; ++i) frame.ptr[size_t(feed_buffers_[i])] = const_cast<void*>(feeds[i]);
   for (size_t i = 0; i < steps_.size(); ++i) {
     const StepEntry& s = steps_[i];
     if (!s.fn) {  // a jump; the loop's ++i follows, hence the - 1
@@ -137,7 +137,7 @@ void Plan::execute(const std::vector<const void*>& feeds, const std::vector<void
     }
     if (s.initializes_var >= 0) store_->set_initialized(s.initializes_var, true);
   }
-  for (size_t j = 0; j < outs.size(); ++j) {
+  for (size_t j = 0; j < num_outs; ++j) {
     const Operand& o = fetches_[j];
     std::memcpy(outs[j], frame.ptr[size_t(o.buffer)], size_t(o.shape.numel() * dtype_size(o.dtype)));
   }

@@ -103,7 +103,7 @@ class Plan {
   // Runs every step. feeds[i] points at feed i's data (checked by the caller), outs[j] receives
   // a copy of fetch j. Throws PreconditionError for an uninitialized variable before any step.
   // Runs may overlap (each has its own frame and arena).
-  void execute(const std::vector<const void*>& feeds, const std::vector<void*>& outs);
+  void execute(const void* const* feeds, size_t num_feeds, void* const* outs, size_t num_outs);
 
  private:
   void finalize();
