@@ -87,7 +87,7 @@ def test_gradients_finite_differences(case):
 def _own_weights(build, inputs):
     """(values of outputs and state, {variable name: value}) of build in pygrad, float64, from
     seeded initial weights (the same in every run)."""
-    tf.set_random_seed(5)
+    tf.set_random_seed(6)
     xs = [tf.placeholder(tf.float64, a.shape) for a in inputs]
     outputs, state = build(tf, xs)
     with tf.Session() as sess:
