@@ -105,7 +105,7 @@ def test_pygrads_convolution_reports_its_onednn_implementation(tmp_path):
                "x = tf.constant(np.ones((2, 8, 8, 3), np.float32))\n"
                "w = tf.constant(np.ones((3, 3, 3, 4), np.float32))\n"
                "print(tf.Session().run(tf.reduce_sum(tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME'))))\n")
-    out = subprocess.run([sys.executable, "-c", program], env=dict(os.environ, ONEDNN_VERBOSE="1", PYGRAD_NUM_THREADS="1"),
+    out = subprocess.run([sys.executable, "-c", program], env=dict(os.environ, ONEDNN_VERBOSE="1", PYGRAD_NUM_THREADS="1"), cwd=tmp_path,
                          capture_output=True, text=True, timeout=120, check=True).stdout
     lines = common.summarize_onednn_verbose(out, "pygrad")
     assert lines[0].startswith("oneDNN (pygrad): v3."), lines

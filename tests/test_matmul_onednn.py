@@ -58,15 +58,17 @@ def test_graph_matmul_and_gradients_through_onednn():
     np.testing.assert_allclose(gwv, 2 * x64.T @ y64, rtol=1e-4, atol=1e-3)
 
 
-def test_onednn_serves_the_large_products_only():
-    """oneDNN's verbose log (read once, when the library loads) lists the primitives that ran."""
+def test_onednn_serves_the_large_products_only(tmp_path):
+    """oneDNN's verbose log (read once, when the library loads) lists the primitives that ran. The
+    child runs outside the source tree, so that it imports the installed pygrad."""
+    import os
     import subprocess
     import sys
     code = ("import numpy as np; from pygrad import _C\n"
             "for m, n, k in [(50, 1024, 3136), (100, 10, 784)]:\n"
             "    _C.call('matmul_fwd', [np.ones((m, k), np.float32), np.ones((k, n), np.float32)],\n"
             "            [np.empty((m, n), np.float32)], {})\n")
-    out = subprocess.run([sys.executable, "-c", code], env={**__import__("os").environ, "ONEDNN_VERBOSE": "1"},
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "ONEDNN_VERBOSE": "1"}, cwd=tmp_path,
                          capture_output=True, text=True, timeout=120, check=True).stdout
     executed = [line for line in out.splitlines() if line.startswith("onednn_verbose") and ",exec," in line
                 and ",matmul," in line]
