@@ -1,0 +1,183 @@
+"""A worker: a long-running Dask task holding one model replica.
+
+It builds the graph from the user's model function in its own process, checks the variables
+against the driver's, and loops: one `Session.run` computes the loss and every gradient, each
+shard gets its part (push), and every fetch_every steps (every step in sync mode) the fresh
+weights come back (pull), as Downpour's n_push = 1 / n_fetch. A worker restarted by its nanny
+resumes after the last step the shards recorded from it. When a shard stops answering, the worker
+waits for the driver to publish the replacement's handle, pulls from it and goes on; the step in
+flight is lost.
+"""
+import os
+import time
+
+import numpy as np
+
+from pygrad import errors
+from pygrad.distributed.spec import EVENT_TOPIC, read_model
+
+
+def _handles(job, generation=-1, timeout=60.0):
+    """(generation, [actor per shard]) as the driver last published them, newer than generation."""
+    from distributed import Variable, get_worker
+    from distributed.actor import Actor
+
+    from pygrad.distributed.shard import ParameterShard
+
+    var = Variable(job.handles_name)
+    deadline = time.monotonic() + timeout
+    while True:
+        published = var.get(timeout=timeout)
+        if published["generation"] > generation:
+            worker = get_worker()
+            return published["generation"], [Actor(ParameterShard, address, key, worker=worker)
+                                             for key, address in published["shards"]]
+        if time.monotonic() > deadline:
+            raise errors.UnavailableError(None, None, f"no parameter-server shard came back within {timeout:g} s")
+        time.sleep(0.1)
+
+
+class _Batches:
+    """The batch of a step from this worker's rows; with shuffle, a new permutation per epoch."""
+
+    def __init__(self, arrays, batch_size, shuffle, seed):
+        self.arrays, self.batch_size, self.shuffle, self.seed = arrays, batch_size, shuffle, seed
+        self.n = len(arrays[0])
+        self._perms = {}
+
+    def __call__(self, step):
+        pos = step * self.batch_size + np.arange(self.batch_size)
+        epochs, rows = pos // self.n, pos % self.n
+        if self.shuffle:
+            for e in np.unique(epochs):
+                if e not in self._perms:
+                    self._perms = {e: np.random.RandomState(list(self.seed) + [int(e)]).permutation(self.n)}
+                rows[epochs == e] = self._perms[e][rows[epochs == e]]
+        return [a[rows] for a in self.arrays]
+
+
+def run_worker(job, index, data):
+    """The task of worker `index`: trains job.steps steps and returns its counters."""
+    from distributed import get_worker
+
+    import pygrad as tf
+
+    worker = get_worker()
+    where = f"worker {index} ({worker.address})"
+    tf.set_num_threads(job.threads)
+    if data is None:
+        data = job.data_fn(index, job.num_workers)
+    data = [np.asarray(a) for a in data]
+    graph = tf.Graph()
+    with graph.as_default():
+        try:
+            model = job.model_fn()
+        except Exception as e:
+            raise errors.UnknownError(None, None, f"{where}: the model function raised {type(e).__name__}: {e}") from e
+        model = read_model(model, where)
+        variables = tf.trainable_variables()
+        _check_variables(variables, job.specs, where)
+        if len(model["inputs"]) != len(data):
+            raise errors.InvalidArgumentError(None, None, f"{where}: the model has {len(model['inputs'])} inputs but "
+                                                          f"the data has {len(data)} arrays")
+        grads = tf.gradients(model["loss"], variables)
+        grads = [g if g is not None else tf.zeros_like(v) for g, v in zip(grads, variables)]
+        fetches = {"loss": model["loss"], "grads": grads}
+        if model["accuracy"] is not None:
+            fetches["accuracy"] = model["accuracy"]
+    by_shard = [[i for i, s in enumerate(job.specs) if s.shard == k] for k in range(job.num_shards)]
+    batches = _Batches(data, job.batch_size, job.shuffle, [job.seed, index])
+    counters = {"worker": index, "steps": 0, "examples": 0, "pushes": 0, "pulls": 0, "bytes_pushed": 0,
+                "bytes_pulled": 0, "statuses": {}, "staleness": {}, "shard_failures": 0, "compute_seconds": 0.0,
+                "push_seconds": 0.0, "pull_seconds": 0.0, "losses": [], "seen": {}}
+    with tf.Session(graph=graph) as sess:
+        generation, shards = _handles(job, timeout=job.timeout)
+        resume = 1 + max(s.progress(index).result(timeout=job.timeout) for s in shards)
+        counters["resumed_at"] = resume
+        worker.log_event(EVENT_TOPIC, {"event": "start", "run": job.run_id, "worker": index,
+                                       "address": worker.address, "pid": os.getpid(), "step": resume})
+        base = _pull(sess, shards, variables, job, counters)
+        last_log, loss_sum, acc_sum, logged = time.monotonic(), 0.0, 0.0, 0
+        for step in range(resume, job.steps):
+            feed = dict(zip(model["inputs"], batches(step)))
+            feed.update(model["train_feed"])
+            start = time.perf_counter()
+            out = sess.run(fetches, feed_dict=feed)
+            counters["compute_seconds"] += time.perf_counter() - start
+            start = time.perf_counter()
+            try:
+                replies = [shards[k].push(index, step, base[k], {job.specs[i].name: out["grads"][i] for i in ids})
+                           for k, ids in enumerate(by_shard)]
+                replies = [r.result(timeout=job.timeout) for r in replies]
+            except Exception as e:
+                if isinstance(e, errors.OpError) or "parameter-server shard" in str(e):
+                    raise
+                counters["shard_failures"] += 1
+                generation, shards = _handles(job, generation, timeout=job.timeout)
+                base = _pull(sess, shards, variables, job, counters)
+                continue
+            counters["push_seconds"] += time.perf_counter() - start
+            counters["pushes"] += len(replies)
+            counters["bytes_pushed"] += sum(g.nbytes for g in out["grads"])
+            for k, r in enumerate(replies):
+                seen = counters["seen"]
+                seen[generation, k] = max(seen.get((generation, k), 0), r["version"])
+                counters["statuses"][r["status"]] = counters["statuses"].get(r["status"], 0) + 1
+                counters["staleness"][r["staleness"]] = counters["staleness"].get(r["staleness"], 0) + 1
+            counters["steps"] += 1
+            counters["examples"] += job.batch_size
+            loss_sum += float(out["loss"])
+            acc_sum += float(out.get("accuracy", np.nan))
+            logged += 1
+            if job.mode == "sync" or (step + 1) % job.fetch_every == 0:
+                try:
+                    base = _pull(sess, shards, variables, job, counters)
+                except Exception:
+                    counters["shard_failures"] += 1
+                    generation, shards = _handles(job, generation, timeout=job.timeout)
+                    base = _pull(sess, shards, variables, job, counters)
+            now = time.monotonic()
+            if now - last_log >= job.log_every or step == job.steps - 1:
+                counters["losses"].append((step, loss_sum / logged))
+                worker.log_event(EVENT_TOPIC, {"event": "progress", "run": job.run_id, "index": index, "step": step,
+                                               "loss": loss_sum / logged, "accuracy": acc_sum / logged,
+                                               "examples": logged * job.batch_size,
+                                               "seen": [[list(gk), v] for gk, v in counters["seen"].items()]})
+                last_log, loss_sum, acc_sum, logged = now, 0.0, 0.0, 0
+    for s in shards:
+        try:
+            s.worker_done(index).result(timeout=job.timeout)
+        except Exception:
+            pass  # a shard that is gone needs no notice; its replacement is told by the driver
+    counters["seen"] = [[list(gk), v] for gk, v in counters["seen"].items()]
+    return counters
+
+
+def _pull(sess, shards, variables, job, counters):
+    """Loads every shard's values into the replica; returns each shard's version."""
+    start = time.perf_counter()
+    replies = [s.pull() for s in shards]
+    replies = [r.result(timeout=job.timeout) for r in replies]
+    by_name = {}
+    for _, values in replies:
+        by_name.update(values)
+    for v in variables:
+        value = np.require(by_name[v.op.name], requirements="CA")  # arrays off the wire may be unaligned
+        sess.write_variable(v, value)
+        counters["bytes_pulled"] += value.nbytes
+    counters["pulls"] += 1
+    counters["pull_seconds"] += time.perf_counter() - start
+    return [version for version, _ in replies]
+
+
+def _check_variables(variables, specs, where):
+    """The replica's trainable variables must be the driver's: same names, shapes and dtypes."""
+    got = [(v.op.name, tuple(v.shape.as_list()), v.dtype.base_dtype.name) for v in variables]
+    want = [(s.name, tuple(s.shape), s.dtype) for s in specs]
+    if got != want:
+        diff = [f"{g} != {w}" for g, w in zip(got, want) if g != w]
+        if len(got) != len(want):
+            diff.append(f"{len(got)} variables != {len(want)}")
+        raise errors.InvalidArgumentError(
+            None, None, f"{where}: the model function built variables that differ from the driver's "
+                        f"(name, shape, dtype): {'; '.join(diff[:5])}")
