@@ -8,8 +8,12 @@ the run's own processes at that step, to show recovery; local cluster only), --s
 in this process on the same total examples and print both accuracies), --seed.
 """
 import argparse
+import functools
 import os
+import sys
 import time
+
+import cloudpickle
 
 import numpy as np
 
@@ -46,6 +50,13 @@ def parse(description, steps, batch, learning_rate):
     return p.parse_args()
 
 
+def mnist_part(data_dir, index, workers):
+    """Worker index's contiguous part of MNIST's 55,000 training images, read on the worker."""
+    train = input_data.read_data_sets(data_dir, one_hot=True).train
+    bounds = np.linspace(0, train.num_examples, workers + 1).astype(int)
+    return train.images[bounds[index]:bounds[index + 1]], train.labels[bounds[index]:bounds[index + 1]]
+
+
 def accuracy_on(model_fn, weights, images, labels):
     """The accuracy of model_fn's model with these weights (by variable name) on images."""
     with tf.Graph().as_default() as graph:
@@ -80,6 +91,7 @@ def single_process(model_fn, optimizer_fn, images, labels, steps, batch, seed):
 
 
 def main(model_fn, optimizer_fn, args):
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers get mnist_part by value
     mnist = input_data.read_data_sets(args.data_dir, one_hot=True)
     security = None
     if args.tls_ca:
@@ -88,7 +100,7 @@ def main(model_fn, optimizer_fn, args):
                             require_encryption=True)
     tf.set_random_seed(args.seed)
     report = distributed.train(
-        model_fn, (mnist.train.images, mnist.train.labels), workers=args.workers, ps_shards=args.ps_shards,
+        model_fn, functools.partial(mnist_part, os.path.abspath(args.data_dir)), workers=args.workers, ps_shards=args.ps_shards,
         mode=args.mode, steps=args.steps, batch_size=args.batch, optimizer=optimizer_fn,
         fetch_every=args.fetch_every, max_staleness=args.max_staleness, backup_workers=args.backup_workers,
         seed=args.seed, checkpoint_dir=args.checkpoint_dir, checkpoint_steps=args.checkpoint_steps,

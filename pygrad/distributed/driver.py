@@ -150,12 +150,17 @@ class _Run:
         self.started, self.latest, self.done = {}, {}, set()
         self.failures, self.resumes, self.restarts, self.known_version = [], [], 0, []
         self.futures, self.bar, self.progress = [], None, progress
+        self.ps_resource = None
 
     # ------------------------------------------------------------ the shards
     def _ps_workers(self):
+        """(the workers that may hold shards, {address: info} of every worker). Workers with the
+        resource "ps" if the cluster has any (it had at the start), else all of them."""
         info = self.client.sync(self.client.scheduler.identity)["workers"]
         ps = sorted(a for a, w in info.items() if w.get("resources", {}).get("ps"))
-        return ps or sorted(info), info
+        if self.ps_resource is None:
+            self.ps_resource = bool(ps)
+        return (ps if self.ps_resource else sorted(info)), info
 
     def _make_shard(self, k, address, restore):
         shard_specs = [s for s in self.specs if s.shard == k]
@@ -194,16 +199,19 @@ class _Run:
             self._restart_shard(k)
 
     def _restart_shard(self, k):
+        _log.info("parameter-server shard %d: its worker %s is gone; restarting it", k, self.addresses[k])
         deadline = time.monotonic() + self.job.timeout
         while True:
-            ps, _ = self._ps_workers()
-            free = [a for a in ps if a not in self.addresses] or ps
+            ps, alive = self._ps_workers()
+            alive_shards = [a for a in self.addresses if a in alive]
+            free = [a for a in ps if a not in alive_shards] or ps
             if free:
                 break
             if time.monotonic() > deadline:
                 raise errors.UnavailableError(None, None, f"parameter-server shard {k} died and no worker came back "
                                                           f"within {self.job.timeout:g} s to hold it")
             time.sleep(0.2)
+        _log.info("parameter-server shard %d: creating it on %s", k, free[0])
         shard = self._make_shard(k, free[0], restore=True)
         stats = shard.stats().result(timeout=self.job.timeout)
         for w in self.done:
@@ -230,6 +238,7 @@ class _Run:
         for e in events:
             w = e["index"]
             if e["event"] == "start":
+                _log.info("worker %d started on %s at step %d", w, e["address"], e["step"])
                 if w in self.started:
                     self.restarts += 1
                     self.resumes.append((w, e["step"]))
@@ -276,7 +285,8 @@ class _Run:
         if job.data_fn is None:
             arrays = [np.asarray(a) for a in data]
             bounds = np.linspace(0, len(arrays[0]), job.num_workers + 1).astype(int)
-            parts = [client.scatter([a[bounds[i]:bounds[i + 1]] for a in arrays], direct=False)
+            # On every worker: a restarted worker's task finds its part again.
+            parts = [client.scatter([a[bounds[i]:bounds[i + 1]] for a in arrays], broadcast=True, hash=False)
                      for i in range(job.num_workers)]
         from pygrad.distributed.worker import run_worker
 
@@ -299,6 +309,8 @@ class _Run:
             for i, f in list(pending):
                 if f.status == "error":
                     raise self._worker_error(i, f.exception()) from f.exception()
+                if f.status in ("lost", "cancelled"):
+                    raise self._worker_error(i, errors.AbortedError(None, None, f"its task was {f.status}"))
                 if f.status == "finished":
                     pending.remove((i, f))
                     self.done.add(i)

@@ -47,6 +47,10 @@ class ParameterShard:
                            for v in self._vars]
             self._apply = optimizer_fn().apply_gradients(list(zip(self._grads, self._vars)))
             self._step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+            # The last step each worker pushed, so that a worker restarted after this shard was
+            # restored resumes from the checkpoint's step.
+            self._worker_steps = tf.Variable(np.full(num_workers, -1, np.int64), trainable=False,
+                                             name="worker_steps")
             self._saver = tf.train.Saver(max_to_keep=3) if checkpoint_dir else None
             init = tf.global_variables_initializer()
         for v, s in zip(self._vars, specs):
@@ -65,11 +69,12 @@ class ParameterShard:
                 self._saver.restore(self._sess, latest)
                 self.version = int(self._sess.run(self._step))
                 self.restored_from = latest
+                restored_steps = {w: int(t) for w, t in enumerate(self._sess.run(self._worker_steps)) if t >= 0}
         self.versions = {n: self.version for n in self.names}
         self._ckpt_every_steps, self._ckpt_every_secs = checkpoint_steps, checkpoint_secs
         self._ckpt_version, self._ckpt_time = self.version, time.monotonic()
         self.last_checkpoint = self.restored_from
-        self._last_step = {}                 # worker -> the last step it pushed here
+        self._last_step = restored_steps if self.restored_from else {}  # worker -> its last step pushed here
         self._active = set(range(num_workers))
         self._pending = {}                   # sync: worker -> its gradients for the current version
         self._changed = None                 # asyncio.Condition, made on the event loop
@@ -196,6 +201,8 @@ class ParameterShard:
         if not self._ckpt_prefix:
             return None
         self._step.load(self.version, self._sess)
+        self._worker_steps.load(np.array([self._last_step.get(w, -1) for w in range(self.num_workers)], np.int64),
+                                self._sess)
         self.last_checkpoint = self._saver.save(self._sess, self._ckpt_prefix, global_step=self.version)
         self._ckpt_version, self._ckpt_time = self.version, time.monotonic()
         return self.last_checkpoint

@@ -37,6 +37,32 @@ def _handles(job, generation=-1, timeout=60.0):
         time.sleep(0.1)
 
 
+class _ShardReplaced(Exception):
+    """The driver published new shard handles while this worker waited for a reply."""
+
+
+def _wait(futures, job, generation):
+    """The replies of these actor calls. A call to a shard that died may never be answered, so
+    while waiting this checks every half second whether the driver has replaced a shard."""
+    from distributed import Variable
+
+    deadline = time.monotonic() + job.timeout
+    out = []
+    for f in futures:
+        while True:
+            try:
+                out.append(f.result(timeout=0.5))
+                break
+            except TimeoutError:
+                pass
+            if Variable(job.handles_name).get(timeout=job.timeout)["generation"] != generation:
+                raise _ShardReplaced()
+            if time.monotonic() > deadline:
+                raise errors.DeadlineExceededError(None, None, f"no reply from a parameter-server shard within "
+                                                               f"{job.timeout:g} s")
+    return out
+
+
 class _Batches:
     """The batch of a step from this worker's rows; with shuffle, a new permutation per epoch."""
 
@@ -94,9 +120,9 @@ def run_worker(job, index, data):
         generation, shards = _handles(job, timeout=job.timeout)
         resume = 1 + max(s.progress(index).result(timeout=job.timeout) for s in shards)
         counters["resumed_at"] = resume
-        worker.log_event(EVENT_TOPIC, {"event": "start", "run": job.run_id, "worker": index,
+        worker.log_event(EVENT_TOPIC, {"event": "start", "run": job.run_id, "index": index,
                                        "address": worker.address, "pid": os.getpid(), "step": resume})
-        base = _pull(sess, shards, variables, job, counters)
+        base = _pull(sess, shards, variables, job, counters, generation)
         last_log, loss_sum, acc_sum, logged = time.monotonic(), 0.0, 0.0, 0
         for step in range(resume, job.steps):
             feed = dict(zip(model["inputs"], batches(step)))
@@ -108,13 +134,13 @@ def run_worker(job, index, data):
             try:
                 replies = [shards[k].push(index, step, base[k], {job.specs[i].name: out["grads"][i] for i in ids})
                            for k, ids in enumerate(by_shard)]
-                replies = [r.result(timeout=job.timeout) for r in replies]
+                replies = _wait(replies, job, generation)
             except Exception as e:
                 if isinstance(e, errors.OpError) or "parameter-server shard" in str(e):
                     raise
                 counters["shard_failures"] += 1
                 generation, shards = _handles(job, generation, timeout=job.timeout)
-                base = _pull(sess, shards, variables, job, counters)
+                base = _pull(sess, shards, variables, job, counters, generation)
                 continue
             counters["push_seconds"] += time.perf_counter() - start
             counters["pushes"] += len(replies)
@@ -131,11 +157,13 @@ def run_worker(job, index, data):
             logged += 1
             if job.mode == "sync" or (step + 1) % job.fetch_every == 0:
                 try:
-                    base = _pull(sess, shards, variables, job, counters)
-                except Exception:
+                    base = _pull(sess, shards, variables, job, counters, generation)
+                except Exception as e:
+                    if isinstance(e, errors.OpError):
+                        raise
                     counters["shard_failures"] += 1
                     generation, shards = _handles(job, generation, timeout=job.timeout)
-                    base = _pull(sess, shards, variables, job, counters)
+                    base = _pull(sess, shards, variables, job, counters, generation)
             now = time.monotonic()
             if now - last_log >= job.log_every or step == job.steps - 1:
                 counters["losses"].append((step, loss_sum / logged))
@@ -153,11 +181,10 @@ def run_worker(job, index, data):
     return counters
 
 
-def _pull(sess, shards, variables, job, counters):
+def _pull(sess, shards, variables, job, counters, generation):
     """Loads every shard's values into the replica; returns each shard's version."""
     start = time.perf_counter()
-    replies = [s.pull() for s in shards]
-    replies = [r.result(timeout=job.timeout) for r in replies]
+    replies = _wait([s.pull() for s in shards], job, generation)
     by_name = {}
     for _, values in replies:
         by_name.update(values)
