@@ -1,6 +1,7 @@
 """The plain data the driver hands to shards and workers: what a variable is, what a run is, and
 how a model function's result is read."""
 import dataclasses
+import re
 from typing import Any, Callable, Optional
 
 from pygrad import errors
@@ -69,6 +70,10 @@ class WorkerError(errors.UnknownError):
     """A worker task failed: .worker (its index), .address and .cause (the exception)."""
 
     def __init__(self, worker, address, cause):
+        text = str(cause)
+        named = re.match(r"worker \d+ \(([^)]*)\): (.*)", text, re.S)  # raised on the worker, naming itself
+        if named:
+            address, text = address or named.group(1), named.group(2)
         self.worker, self.address, self.cause = worker, address, cause
         where = f"worker {worker}" + (f" ({address})" if address else "")
-        super().__init__(None, None, f"{where} failed: {type(cause).__name__}: {cause}")
+        super().__init__(None, None, f"{where} failed: {type(cause).__name__}: {text}")
