@@ -166,6 +166,8 @@ class _Run:
         shard_specs = [s for s in self.specs if s.shard == k]
         from pygrad.distributed.shard import ParameterShard
 
+        # The initial values travel as data, not inside the task (large graphs are slow to send).
+        shard_specs = self.client.scatter(shard_specs, workers=[address], hash=False)
         future = self.client.submit(ParameterShard, k, shard_specs, restore=restore, **self.shard_args,
                                     workers=[address], actor=True, pure=False,
                                     key=f"pygrad-ps-{self.job.run_id}-{k}-{self.generation}")
@@ -357,7 +359,8 @@ class _Run:
             losses={r["worker"]: r["losses"] for r in results},
             final_loss=float(np.mean([e["loss"] for e in last])) if last else float("nan"),
             final_accuracy=_mean_known([e["accuracy"] for e in last]),
-            checkpoints=checkpoints, weights=weights)
+            checkpoints=checkpoints, weights=weights,
+            worker_seconds={k: sum(r[f"{k}_seconds"] for r in results) for k in ("compute", "push", "pull")})
         if verbose:
             print(report)
         return report

@@ -29,6 +29,7 @@ class Report:
     final_loss: float = float("nan")
     final_accuracy: float = float("nan")
     checkpoints: list = dataclasses.field(default_factory=list)
+    worker_seconds: dict = dataclasses.field(default_factory=dict)  # compute, push, pull: summed over workers
     weights: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @property
