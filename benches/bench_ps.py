@@ -48,8 +48,17 @@ def parse():
     return p.parse_args()
 
 
+def _pings(shard, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        shard.ping().result()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
 def message_round_trip(client, repeats=200):
-    """Seconds of one empty actor call (driver -> shard -> driver), the median over repeats."""
+    """Seconds of one empty actor call from a worker to a shard and back, the median over repeats."""
     from pygrad.distributed.shard import ParameterShard
     from pygrad.distributed.spec import VarSpec
 
@@ -58,12 +67,7 @@ def message_round_trip(client, repeats=200):
     ps = [a for a, w in client.scheduler_info()["workers"].items() if w["resources"].get("ps")][0]
     shard = client.submit(ParameterShard, 0, [VarSpec("w", (1,), "float32", np.zeros(1, np.float32))],
                           lambda: tf.train.GradientDescentOptimizer(0.1), workers=[ps], actor=True).result()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        shard.ping().result()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+    return client.submit(_pings, shard, repeats, resources={"compute": 1}, pure=False).result()
 
 
 def simulate(c, r, a, o, batch, worker_counts):
@@ -102,6 +106,7 @@ def main():
         from deep_mnist_ps import model
         optimizer = lambda: tf.train.AdamOptimizer(1e-4)  # noqa: E731
     import cloudpickle
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     for name in ("softmax_ps", "deep_mnist_ps"):
         if name in sys.modules:
             cloudpickle.register_pickle_by_value(sys.modules[name])

@@ -229,8 +229,9 @@ class _Run:
 
     # ----------------------------------------------------------- the workers
     def _on_event(self, event):
-        _, msg = event
+        stamp, msg = event
         if isinstance(msg, dict) and msg.get("run") == self.job.run_id:
+            msg = dict(msg, time=stamp)
             with self.lock:
                 self.events.append(msg)
 
@@ -298,7 +299,7 @@ class _Run:
                 self.bar = tqdm(total=job.num_workers * job.steps, unit="step", desc=f"ps {job.mode}")
             except ImportError:
                 self.bar = None
-        start = time.monotonic()
+        submitted = time.time()
         self.futures = [client.submit(run_worker, job, i, parts[i], pure=False,
                                       key=f"pygrad-worker-{job.run_id}-{i}",
                                       resources={"compute": 1} if has_compute else None)
@@ -319,7 +320,7 @@ class _Run:
             if pending:
                 self._drills(drills)
                 self._check_shards()
-        wall = time.monotonic() - start
+        end = time.time()
         results = [f.result() for f in self.futures]
         if self.bar is not None:
             self.bar.close()
@@ -329,6 +330,9 @@ class _Run:
         for event in self.client.get_events(EVENT_TOPIC):
             self._on_event(event)
         self._drain_events()
+        # Training time: from the first worker's start (its process built the model and read its
+        # data by then) to the end.
+        wall = end - min([e["time"] for e in self.started.values()] or [submitted])
         return self._report(results, wall, verbose)
 
     def _report(self, results, wall, verbose):

@@ -178,7 +178,19 @@ def run_worker(job, index, data):
         except Exception:
             pass  # a shard that is gone needs no notice; its replacement is told by the driver
     counters["seen"] = [[list(gk), v] for gk, v in counters["seen"].items()]
+    _digest(counters)
     return counters
+
+
+def _digest(counters):
+    """The task's totals as Dask fine performance metrics (the scheduler sums them by task prefix;
+    the dashboard plots them), sent when the task ends."""
+    from distributed.metrics import context_meter
+
+    for what in ("compute", "push", "pull"):
+        context_meter.digest_metric(f"pygrad-{what}", counters[f"{what}_seconds"], "seconds")
+    context_meter.digest_metric("pygrad-pushed", counters["bytes_pushed"], "bytes")
+    context_meter.digest_metric("pygrad-pulled", counters["bytes_pulled"], "bytes")
 
 
 def _pull(sess, shards, variables, job, counters, generation):
