@@ -200,6 +200,17 @@ def test_sync_equals_training_with_an_n_times_larger_batch(client):
     assert report.staleness == {0: 2 * 2 * steps}
 
 
+def test_sync_with_a_backup_worker_applies_the_first_push_of_each_version(client):
+    x, y = _blobs()
+    report = distributed.train(softmax_model, (x, y), workers=2, ps_shards=1, mode="sync", backup_workers=1,
+                               steps=60, batch_size=20, optimizer=lambda: tf.train.GradientDescentOptimizer(0.5),
+                               client=client, progress=False, verbose=False, timeout=30)
+    counts = report.counts
+    assert counts["pushes"] == 120 and counts["applied"] + counts.get("late", 0) == 120
+    assert report.shard_versions == [counts["applied"]] and counts["applied"] >= 60
+    assert _accuracy(report.weights, x, y) > 0.8
+
+
 def test_async_two_workers_train_softmax(client):
     x, y = _blobs()
     report = distributed.train(softmax_model, (x, y), workers=2, ps_shards=1, mode="async", steps=150,

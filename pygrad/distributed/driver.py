@@ -22,7 +22,7 @@ import numpy as np
 from pygrad import errors
 from pygrad.distributed import placement
 from pygrad.distributed.report import Report, merge_counters
-from pygrad.distributed.spec import EVENT_TOPIC, Job, VarSpec, WorkerError, read_model
+from pygrad.distributed.spec import EVENT_TOPIC, Job, VarSpec, WorkerError, quiet_dead_actor_calls, read_model
 
 _log = logging.getLogger("pygrad")
 
@@ -130,6 +130,7 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
         else:
             client = connect(scheduler, security, connect_timeout)
         own_client = client
+    quiet_dead_actor_calls()
     run = _Run(client, job, specs, shard_args, progress)
     try:
         with client.as_current():  # actor handles find their client as the current one
@@ -379,6 +380,12 @@ class _Run:
         for f in self.futures:
             f.cancel()
         self.shards = []
+        if self.generation:
+            from distributed import Variable
+            try:
+                Variable(self.job.handles_name, client=self.client).delete()
+            except Exception:
+                pass  # the scheduler is gone already
 
 
 def _mean_known(values):

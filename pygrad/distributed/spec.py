@@ -77,3 +77,20 @@ class WorkerError(errors.UnknownError):
         self.worker, self.address, self.cause = worker, address, cause
         where = f"worker {worker}" + (f" ({address})" if address else "")
         super().__init__(None, None, f"{where} failed: {type(cause).__name__}: {text}")
+
+
+class _DeadActorCalls:
+    """Drops tornado's report of a Dask actor call whose worker died while the call was under way
+    (Dask logs the callback's FutureCancelledError); the caller has already seen the failure and
+    recovers from it."""
+
+    def filter(self, record):
+        return "wait_then_set_result" not in record.getMessage()
+
+
+def quiet_dead_actor_calls():
+    import logging
+
+    log = logging.getLogger("tornado.application")
+    if not any(isinstance(f, _DeadActorCalls) for f in log.filters):
+        log.addFilter(_DeadActorCalls())

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from pygrad import errors
-from pygrad.distributed.spec import EVENT_TOPIC, read_model
+from pygrad.distributed.spec import EVENT_TOPIC, quiet_dead_actor_calls, read_model
 
 
 def _handles(job, generation=-1, timeout=60.0):
@@ -89,6 +89,7 @@ def run_worker(job, index, data):
     import pygrad as tf
 
     worker = get_worker()
+    quiet_dead_actor_calls()
     where = f"worker {index} ({worker.address})"
     tf.set_num_threads(job.threads)
     if data is None:
@@ -117,12 +118,16 @@ def run_worker(job, index, data):
                 "bytes_pulled": 0, "statuses": {}, "staleness": {}, "shard_failures": 0, "compute_seconds": 0.0,
                 "push_seconds": 0.0, "pull_seconds": 0.0, "losses": [], "seen": {}}
     with tf.Session(graph=graph) as sess:
+        def pull(shards, generation):
+            return _pull(sess, shards, variables, job, counters, generation)
+
         generation, shards = _handles(job, timeout=job.timeout)
-        resume = 1 + max(s.progress(index).result(timeout=job.timeout) for s in shards)
+        generation, shards, resume = _retrying(
+            job, generation, shards, counters, lambda sh, g: 1 + max(_wait([s.progress(index) for s in sh], job, g)))
         counters["resumed_at"] = resume
         worker.log_event(EVENT_TOPIC, {"event": "start", "run": job.run_id, "index": index,
                                        "address": worker.address, "pid": os.getpid(), "step": resume})
-        base = _pull(sess, shards, variables, job, counters, generation)
+        generation, shards, base = _retrying(job, generation, shards, counters, pull)
         last_log, loss_sum, acc_sum, logged = time.monotonic(), 0.0, 0.0, 0
         for step in range(resume, job.steps):
             feed = dict(zip(model["inputs"], batches(step)))
@@ -136,11 +141,11 @@ def run_worker(job, index, data):
                            for k, ids in enumerate(by_shard)]
                 replies = _wait(replies, job, generation)
             except Exception as e:
-                if isinstance(e, errors.OpError) or "parameter-server shard" in str(e):
+                if not _recoverable(e):
                     raise
-                counters["shard_failures"] += 1
-                generation, shards = _handles(job, generation, timeout=job.timeout)
-                base = _pull(sess, shards, variables, job, counters, generation)
+                # The step is lost; go on from the replacement's weights.
+                generation, shards = _reconnect(job, generation, counters)
+                generation, shards, base = _retrying(job, generation, shards, counters, pull)
                 continue
             counters["push_seconds"] += time.perf_counter() - start
             counters["pushes"] += len(replies)
@@ -156,14 +161,7 @@ def run_worker(job, index, data):
             acc_sum += float(out.get("accuracy", np.nan))
             logged += 1
             if job.mode == "sync" or (step + 1) % job.fetch_every == 0:
-                try:
-                    base = _pull(sess, shards, variables, job, counters, generation)
-                except Exception as e:
-                    if isinstance(e, errors.OpError):
-                        raise
-                    counters["shard_failures"] += 1
-                    generation, shards = _handles(job, generation, timeout=job.timeout)
-                    base = _pull(sess, shards, variables, job, counters, generation)
+                generation, shards, base = _retrying(job, generation, shards, counters, pull)
             now = time.monotonic()
             if now - last_log >= job.log_every or step == job.steps - 1:
                 counters["losses"].append((step, loss_sum / logged))
@@ -191,6 +189,28 @@ def _digest(counters):
         context_meter.digest_metric(f"pygrad-{what}", counters[f"{what}_seconds"], "seconds")
     context_meter.digest_metric("pygrad-pushed", counters["bytes_pushed"], "bytes")
     context_meter.digest_metric("pygrad-pulled", counters["bytes_pulled"], "bytes")
+
+
+def _recoverable(e):
+    """A failure to reach a shard (it died), not an error the shard or this worker raised."""
+    return not (isinstance(e, errors.OpError) or "parameter-server shard" in str(e))
+
+
+def _reconnect(job, generation, counters):
+    counters["shard_failures"] += 1
+    return _handles(job, generation, timeout=job.timeout)
+
+
+def _retrying(job, generation, shards, counters, call):
+    """(generation, shards, call(shards, generation)); while a shard is found dead, waits for the
+    handles of its replacement and calls again."""
+    while True:
+        try:
+            return generation, shards, call(shards, generation)
+        except Exception as e:
+            if not _recoverable(e):
+                raise
+            generation, shards = _reconnect(job, generation, counters)
 
 
 def _pull(sess, shards, variables, job, counters, generation):
