@@ -59,12 +59,11 @@ def _pings(shard, repeats):
 
 def message_round_trip(client, repeats=200):
     """Seconds of one empty actor call from a worker to a shard and back, the median over repeats."""
+    import pygrad as tf
     from pygrad.distributed.shard import ParameterShard
     from pygrad.distributed.spec import VarSpec
 
-    import pygrad as tf
-
-    ps = [a for a, w in client.scheduler_info()["workers"].items() if w["resources"].get("ps")][0]
+    ps = next(a for a, w in client.scheduler_info()["workers"].items() if w["resources"].get("ps"))
     shard = client.submit(ParameterShard, 0, [VarSpec("w", (1,), "float32", np.zeros(1, np.float32))],
                           lambda: tf.train.GradientDescentOptimizer(0.1), workers=[ps], actor=True).result()
     return client.submit(_pings, shard, repeats, resources={"compute": 1}, pure=False).result()
@@ -93,18 +92,22 @@ def main():
     import logging
 
     from distributed import Client
+    from ps_example import accuracy_on, single_process
 
     import pygrad as tf
     from pygrad import distributed
     from pygrad.examples.tutorials.mnist import input_data
-    from ps_example import accuracy_on, single_process
 
     if args.model == "softmax":
         from softmax_ps import model
-        optimizer = lambda: tf.train.GradientDescentOptimizer(0.5)  # noqa: E731
+
+        def optimizer():
+            return tf.train.GradientDescentOptimizer(0.5)
     else:
         from deep_mnist_ps import model
-        optimizer = lambda: tf.train.AdamOptimizer(1e-4)  # noqa: E731
+
+        def optimizer():
+            return tf.train.AdamOptimizer(1e-4)
     import cloudpickle
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     for name in ("softmax_ps", "deep_mnist_ps"):

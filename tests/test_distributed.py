@@ -129,7 +129,8 @@ def client():
     import cloudpickle
     from distributed import Client
 
-    for name in ("distributed", "tornado", "asyncio"):
+    levels = {name: logging.getLogger(name).level for name in ("distributed", "tornado", "asyncio")}
+    for name in levels:
         logging.getLogger(name).setLevel(logging.CRITICAL)
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers get this file's functions
     cluster = distributed.local_cluster(workers=2, ps_shards=2, dashboard_address=None,
@@ -141,6 +142,8 @@ def client():
         client.close()
         cluster.close()
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def _blobs(n=2000, d=20, k=4, dtype=np.float32, seed=0):
@@ -314,7 +317,7 @@ def test_the_softmax_example_trains_with_two_async_workers(mnist_dir):
     pytest.importorskip("distributed")
     out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "distributed", "softmax_ps.py"),
                           "--data-dir", mnist_dir, "--workers", "2", "--steps", "100", "--no-progress"],
-                         capture_output=True, text=True, timeout=120)
+                         check=False, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     last = out.stdout.strip().splitlines()[-1]
     assert re.fullmatch(r"test accuracy: 0\.\d{4}", last)

@@ -15,8 +15,9 @@ Run: python examples/distributed/deep_mnist_ps.py --data-dir DATA_DIR [--workers
      [--checkpoint-dir D] [--kill-worker-at STEP] [--kill-ps-at STEP] [--scheduler ADDRESS]
      [--single-process]
 """
-import pygrad as tf
 from ps_example import main, parse
+
+import pygrad as tf
 
 
 def model():

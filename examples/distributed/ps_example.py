@@ -14,7 +14,6 @@ import sys
 import time
 
 import cloudpickle
-
 import numpy as np
 
 import pygrad as tf
@@ -84,7 +83,7 @@ def single_process(model_fn, optimizer_fn, images, labels, steps, batch, seed):
                 if step and pos[0] < batch:
                     order = rng.permutation(len(images))
                 feed = {x: images[order[pos]], y_: labels[order[pos]]}
-                feed.update(model["train_feed"] if "train_feed" in model else {})
+                feed.update(model.get("train_feed", {}))
                 sess.run(train, feed)
             return {v.op.name: value for v, value in zip(tf.trainable_variables(),
                                                           sess.run(tf.trainable_variables()))}
@@ -100,8 +99,8 @@ def main(model_fn, optimizer_fn, args):
                             require_encryption=True)
     tf.set_random_seed(args.seed)
     report = distributed.train(
-        model_fn, functools.partial(mnist_part, os.path.abspath(args.data_dir)), workers=args.workers, ps_shards=args.ps_shards,
-        mode=args.mode, steps=args.steps, batch_size=args.batch, optimizer=optimizer_fn,
+        model_fn, functools.partial(mnist_part, os.path.abspath(args.data_dir)), workers=args.workers,
+        ps_shards=args.ps_shards, mode=args.mode, steps=args.steps, batch_size=args.batch, optimizer=optimizer_fn,
         fetch_every=args.fetch_every, max_staleness=args.max_staleness, backup_workers=args.backup_workers,
         seed=args.seed, checkpoint_dir=args.checkpoint_dir, checkpoint_steps=args.checkpoint_steps,
         scheduler=args.scheduler, security=security, threads_per_worker=args.threads_per_worker,

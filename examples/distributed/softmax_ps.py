@@ -7,8 +7,9 @@ Run: python examples/distributed/softmax_ps.py --data-dir DATA_DIR [--workers 2]
      [--steps 500] [--kill-worker-at 100] [--kill-ps-at 200 --checkpoint-dir /some/dir]
      [--scheduler tcp://host:8786] [--single-process]
 """
-import pygrad as tf
 from ps_example import main, parse
+
+import pygrad as tf
 
 
 def model():

@@ -11,6 +11,7 @@ workers need nothing from the driver: the scheduler runs their task again on the
 worker, and the task resumes after the last step the shards recorded from it.
 """
 import logging
+import math
 import os
 import signal
 import threading
@@ -22,7 +23,14 @@ import numpy as np
 from pygrad import errors
 from pygrad.distributed import placement
 from pygrad.distributed.report import Report, merge_counters
-from pygrad.distributed.spec import EVENT_TOPIC, Job, VarSpec, WorkerError, quiet_dead_actor_calls, read_model
+from pygrad.distributed.spec import (
+    EVENT_TOPIC,
+    Job,
+    VarSpec,
+    WorkerError,
+    quiet_dead_actor_calls,
+    read_model,
+)
 
 _log = logging.getLogger("pygrad")
 
@@ -104,7 +112,7 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
     GradientDescentOptimizer(0.01)). steps counts steps per worker. Where it runs: `client`, else
     the scheduler at `scheduler` (with `security`), else a local_cluster started and closed here.
     kill_worker_at / kill_ps_at: fault drills on a cluster of this machine: SIGKILL worker 0's
-    (shard 0's) process once the workers reach that step."""
+    process once it reports that step (shard 0's once any worker does)."""
     _check_args(mode, workers, ps_shards, steps, batch_size, backup_workers, stale, fetch_every, max_staleness)
     if optimizer is None:
         def optimizer():
@@ -164,11 +172,10 @@ class _Run:
         return (ps if self.ps_resource else sorted(info)), info
 
     def _make_shard(self, k, address, restore):
-        shard_specs = [s for s in self.specs if s.shard == k]
         from pygrad.distributed.shard import ParameterShard
 
         # The initial values travel as data, not inside the task (large graphs are slow to send).
-        shard_specs = self.client.scatter(shard_specs, workers=[address], hash=False)
+        shard_specs = self.client.scatter([s for s in self.specs if s.shard == k], workers=[address], hash=False)
         future = self.client.submit(ParameterShard, k, shard_specs, restore=restore, **self.shard_args,
                                     workers=[address], actor=True, pure=False,
                                     key=f"pygrad-ps-{self.job.run_id}-{k}-{self.generation}")
@@ -182,7 +189,16 @@ class _Run:
             {"generation": self.generation, "shards": [(s.key, a) for s, a in zip(self.shards, self.addresses)]})
 
     def _start_shards(self):
+        deadline = time.monotonic() + self.job.timeout
         ps, _ = self._ps_workers()
+        while not ps:
+            if time.monotonic() > deadline:
+                raise errors.UnavailableError(None, None, f"the Dask cluster of {self.client.scheduler.address} has "
+                                                          f"no worker to hold the parameter-server shards "
+                                                          f"(waited {self.job.timeout:g} s)")
+            time.sleep(0.2)
+            self.ps_resource = None
+            ps, _ = self._ps_workers()
         for k in range(self.job.num_shards):
             address = ps[k % len(ps)]
             self.shards.append(self._make_shard(k, address, restore=False))
@@ -266,8 +282,9 @@ class _Run:
 
     def _drills(self, drills):
         reached = max((e["step"] for e in self.latest.values()), default=-1)
-        if drills.get("worker") is not None and reached >= drills["worker"] and 0 in self.started:
-            _log.warning("fault drill: SIGKILL to worker 0 at step %d", reached)
+        own = self.latest[0]["step"] if 0 in self.latest else -1
+        if drills.get("worker") is not None and own >= drills["worker"] and 0 in self.started:
+            _log.warning("fault drill: SIGKILL to worker 0 at its step %d", own)
             self._kill(self.started[0]["address"])
             drills["worker"] = None
         if drills.get("ps") is not None and reached >= drills["ps"]:
@@ -389,5 +406,5 @@ class _Run:
 
 
 def _mean_known(values):
-    known = [v for v in values if v == v]
+    known = [v for v in values if not math.isnan(v)]
     return float(np.mean(known)) if known else float("nan")

@@ -81,8 +81,9 @@ class Report:
             f"pulled {self.bytes_pulled / 1e6:.2f} MB in all)",
             f"  shard update latency: mean {lat['mean'] * 1e3:.3f} ms, p50 {lat['p50'] * 1e3:.3f} ms, "
             f"p99 {lat['p99'] * 1e3:.3f} ms, max {lat['max'] * 1e3:.3f} ms",
-            f"  updates applied {self.counts.get('applied', 0)}, dropped as stale {self.counts.get('dropped_stale', 0)}, "
-            f"scaled {self.counts.get('scaled', 0)}, late (sync) {self.counts.get('late', 0)}, "
+            f"  updates applied {self.counts.get('applied', 0)}, "
+            f"dropped as stale {self.counts.get('dropped_stale', 0)}, scaled {self.counts.get('scaled', 0)}, "
+            f"late (sync) {self.counts.get('late', 0)}, "
             f"duplicates {self.counts.get('duplicate', 0)}; shard versions {self.shard_versions}",
             f"  worker restarts {self.worker_restarts}"
             + (f" (resumed at {', '.join(f'worker {w} step {s}' for w, s in self.resumes)}; each lost at most "

@@ -2,7 +2,8 @@
 how a model function's result is read."""
 import dataclasses
 import re
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from pygrad import errors
 
@@ -37,7 +38,7 @@ class Job:
     threads: int
     timeout: float
     log_every: float
-    data_fn: Optional[Callable] = None
+    data_fn: Callable | None = None
 
     @property
     def handles_name(self):
@@ -71,7 +72,7 @@ class WorkerError(errors.UnknownError):
 
     def __init__(self, worker, address, cause):
         text = str(cause)
-        named = re.match(r"worker \d+ \(([^)]*)\): (.*)", text, re.S)  # raised on the worker, naming itself
+        named = re.match(r"worker \d+ \(([^)]*)\): (.*)", text, re.DOTALL)  # raised on the worker, naming itself
         if named:
             address, text = address or named.group(1), named.group(2)
         self.worker, self.address, self.cause = worker, address, cause
