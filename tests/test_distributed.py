@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -228,6 +229,22 @@ def test_async_two_workers_train_softmax(client):
     assert "staleness histogram" in str(report)
 
 
+def test_fetch_every_and_max_staleness(client):
+    """One worker pulling every 10 steps: its pushes between pulls have staleness 0, 1, ..., 9 (its
+    own updates). With max_staleness 4 those of staleness 5 and more are dropped, so the shard
+    stays at 5 updates past the pull until the next one."""
+    x, y = _blobs(n=500)
+    kw = dict(workers=1, ps_shards=1, mode="async", steps=50, batch_size=10, fetch_every=10,
+              optimizer=lambda: tf.train.GradientDescentOptimizer(0.1), client=client, progress=False,
+              verbose=False, timeout=30)
+    report = distributed.train(softmax_model, (x, y), **kw)
+    assert report.staleness == {s: 5 for s in range(10)} and report.shard_versions == [50]
+    assert report.bytes_pulled == (5 + 1) * (20 * 4 + 4) * 4
+    report = distributed.train(softmax_model, (x, y), max_staleness=4, **kw)
+    assert report.staleness == {**{s: 5 for s in range(5)}, 5: 25}
+    assert report.counts["dropped_stale"] == 25 and report.shard_versions == [25]
+
+
 def test_a_killed_worker_is_restarted_and_the_run_finishes(client):
     x, y = _blobs()
     report = distributed.train(softmax_model, (x, y), workers=2, ps_shards=1, mode="async", steps=1500,
@@ -257,6 +274,36 @@ def test_a_killed_shard_comes_back_from_its_checkpoint(client, tmp_path):
     assert report.shard_versions[1] == 3000
     assert 3000 - report.updates_lost - 4 <= report.shard_versions[0] <= 3000 - report.updates_lost
     assert _accuracy(report.weights, x, y) > 0.8  # 0.87 is the best a softmax does here; 0.25 untrained
+
+
+def test_a_run_over_tls_through_a_scheduler_address(tmp_path):
+    """Dask's TLS Security passes through: a local cluster whose every connection is TLS, joined
+    by its tls:// address."""
+    pytest.importorskip("distributed")
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    from distributed.security import Security
+
+    cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-keyout", key, "-out", cert], check=True, capture_output=True)
+    security = Security(tls_ca_file=cert, tls_client_cert=cert, tls_client_key=key, tls_scheduler_cert=cert,
+                        tls_scheduler_key=key, tls_worker_cert=cert, tls_worker_key=key, require_encryption=True)
+    cluster = distributed.local_cluster(workers=1, ps_shards=1, dashboard_address=None, silence_logs=logging.CRITICAL,
+                                        security=security)
+    try:
+        assert cluster.scheduler_address.startswith("tls://")
+        x, y = _blobs(n=200)
+        report = distributed.train(softmax_model, (x, y), workers=1, steps=20, batch_size=10,
+                                   optimizer=lambda: tf.train.GradientDescentOptimizer(0.5),
+                                   scheduler=cluster.scheduler_address, security=security, progress=False,
+                                   verbose=False, timeout=30)
+        assert report.shard_versions == [20]
+        with pytest.raises(errors.InvalidArgumentError, match=r"the Dask scheduler at tls://[\d.:]+ speaks TLS: pass "
+                                                               r"security=distributed\.security\.Security"):
+            distributed.connect(cluster.scheduler_address, timeout=2)
+    finally:
+        cluster.close()
 
 
 def test_an_unreachable_scheduler_is_a_quick_clear_error():

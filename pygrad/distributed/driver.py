@@ -35,23 +35,27 @@ from pygrad.distributed.spec import (
 _log = logging.getLogger("pygrad")
 
 
-def local_cluster(workers=2, ps_shards=1, threads_per_worker=1, dashboard_address=":0", silence_logs=logging.WARNING):
+def local_cluster(workers=2, ps_shards=1, threads_per_worker=1, dashboard_address=":0", silence_logs=logging.WARNING,
+                  security=None):
     """A Dask cluster on this machine for a parameter-server run: one process (under a nanny that
     restarts it) per shard, with the resource "ps", and one per worker, with the resource
-    "compute"; each with one Dask thread and threads_per_worker pygrad threads."""
+    "compute"; each with one Dask thread and threads_per_worker pygrad threads. With a
+    `distributed.security.Security`, every connection is TLS."""
     from distributed import Nanny, Scheduler, SpecCluster
 
     env = {"PYGRAD_NUM_THREADS": str(threads_per_worker), "OMP_NUM_THREADS": str(threads_per_worker)}
+    tls = {"security": security, "protocol": "tls://"} if security is not None else {}
 
     def spec(resource):
         return {"cls": Nanny, "options": {"nthreads": 1, "host": "127.0.0.1", "resources": {resource: 1},
                                           "memory_limit": 0, "env": env, "dashboard": False,
-                                          "silence_logs": silence_logs}}
+                                          "silence_logs": silence_logs, **tls}}
 
     specs = {f"ps-{k}": spec("ps") for k in range(ps_shards)}
     specs.update({f"worker-{i}": spec("compute") for i in range(workers)})
-    scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": dashboard_address}}
-    return SpecCluster(workers=specs, scheduler=scheduler, silence_logs=silence_logs, name="pygrad-ps")
+    scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": dashboard_address, **tls}}
+    return SpecCluster(workers=specs, scheduler=scheduler, silence_logs=silence_logs, name="pygrad-ps",
+                       security=security)
 
 
 def connect(scheduler=None, security=None, timeout=10.0):
@@ -64,6 +68,12 @@ def connect(scheduler=None, security=None, timeout=10.0):
     except (OSError, TimeoutError) as e:
         raise errors.UnavailableError(None, None, f"cannot reach the Dask scheduler at {scheduler} within "
                                                   f"{timeout:g} s: {type(e).__name__}: {e}") from e
+    except TypeError as e:
+        if "TLS" not in str(e):
+            raise
+        raise errors.InvalidArgumentError(None, None, f"the Dask scheduler at {scheduler} speaks TLS: pass "
+                                                      f"security=distributed.security.Security(...) with its "
+                                                      f"certificates ({e})") from e
 
 
 def model_variables(model_fn, where="the driver"):
@@ -133,8 +143,8 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
     cluster = own_client = None
     if client is None:
         if scheduler is None:
-            cluster = local_cluster(workers, ps_shards, threads_per_worker)
-            client = connect(cluster, timeout=connect_timeout)
+            cluster = local_cluster(workers, ps_shards, threads_per_worker, security=security)
+            client = connect(cluster, security, connect_timeout)
         else:
             client = connect(scheduler, security, connect_timeout)
         own_client = client
