@@ -53,7 +53,9 @@ def local_cluster(workers=2, ps_shards=1, threads_per_worker=1, dashboard_addres
 
     specs = {f"ps-{k}": spec("ps") for k in range(ps_shards)}
     specs.update({f"worker-{i}": spec("compute") for i in range(workers)})
-    scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": dashboard_address, **tls}}
+    # dashboard_address None: no dashboard, and the scheduler's HTTP server (metrics) on any free port.
+    scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": dashboard_address or ":0",
+                                               "dashboard": dashboard_address is not None, **tls}}
     return SpecCluster(workers=specs, scheduler=scheduler, silence_logs=silence_logs, name="pygrad-ps",
                        security=security)
 
@@ -316,9 +318,10 @@ class _Run:
         if job.data_fn is None:
             arrays = [np.asarray(a) for a in data]
             bounds = np.linspace(0, len(arrays[0]), job.num_workers + 1).astype(int)
-            # On every worker: a restarted worker's task finds its part again.
-            parts = [client.scatter([a[bounds[i]:bounds[i + 1]] for a in arrays], broadcast=True, hash=False)
-                     for i in range(job.num_workers)]
+            # Inside the task, which the scheduler keeps: the task of a restarted worker finds its part
+            # again. (Scattered data would not do: Dask keeps one replica, which a killed worker may
+            # hold.) Large data is better read on the workers: pass a function.
+            parts = [[a[bounds[i]:bounds[i + 1]] for a in arrays] for i in range(job.num_workers)]
         from pygrad.distributed.worker import run_worker
 
         if self.progress:
