@@ -245,6 +245,32 @@ def test_fetch_every_and_max_staleness(client):
     assert report.counts["dropped_stale"] == 25 and report.shard_versions == [25]
 
 
+def _softmax_grads(W, b, xb, yb):
+    z = xb @ W + b
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    dz = (p - yb) / len(xb)
+    return xb.T @ dz, dz.sum(0)
+
+
+def test_push_every_sums_the_gradients_of_its_steps(client):
+    """Downpour's n_push = n_fetch = 5 on one worker: each update is the sum of five gradients
+    taken at the same weights (a NumPy reference, float64)."""
+    x, y = _blobs(n=500, dtype=np.float64)
+    lr = float(np.float32(0.1))
+    report = distributed.train(softmax_model_64, (x, y), workers=1, steps=50, batch_size=10, push_every=5,
+                               fetch_every=5, shuffle=False, optimizer=lambda: tf.train.GradientDescentOptimizer(0.1),
+                               client=client, progress=False, verbose=False, timeout=30)
+    assert report.shard_versions == [10] and report.pushes == 10 and report.examples == 500
+    W, b = np.zeros((20, 4)), np.zeros(4)
+    for group in range(10):
+        grads = [_softmax_grads(W, b, x[t * 10:(t + 1) * 10], y[t * 10:(t + 1) * 10])
+                 for t in range(group * 5, group * 5 + 5)]
+        W, b = W - lr * sum(g[0] for g in grads), b - lr * sum(g[1] for g in grads)
+    np.testing.assert_allclose(report.weights["W"], W, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(report.weights["b"], b, rtol=1e-9, atol=1e-12)
+
+
 def test_a_killed_worker_is_restarted_and_the_run_finishes(client):
     x, y = _blobs()
     report = distributed.train(softmax_model, (x, y), workers=2, ps_shards=1, mode="async", steps=1500,

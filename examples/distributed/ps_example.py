@@ -32,7 +32,8 @@ def parse(description, steps, batch, learning_rate):
     p.add_argument("--batch", type=int, default=batch)
     p.add_argument("--learning-rate", type=float, default=learning_rate)
     p.add_argument("--threads-per-worker", type=int, default=1)
-    p.add_argument("--fetch-every", type=int, default=1)
+    p.add_argument("--fetch-every", type=int, default=1, help="pull every N steps (async)")
+    p.add_argument("--push-every", type=int, default=1, help="push the summed gradients every N steps")
     p.add_argument("--max-staleness", type=int, default=None)
     p.add_argument("--backup-workers", type=int, default=0)
     p.add_argument("--checkpoint-dir", default=None)
@@ -101,7 +102,8 @@ def main(model_fn, optimizer_fn, args):
     report = distributed.train(
         model_fn, functools.partial(mnist_part, os.path.abspath(args.data_dir)), workers=args.workers,
         ps_shards=args.ps_shards, mode=args.mode, steps=args.steps, batch_size=args.batch, optimizer=optimizer_fn,
-        fetch_every=args.fetch_every, max_staleness=args.max_staleness, backup_workers=args.backup_workers,
+        fetch_every=args.fetch_every, push_every=args.push_every, max_staleness=args.max_staleness,
+        backup_workers=args.backup_workers,
         seed=args.seed, checkpoint_dir=args.checkpoint_dir, checkpoint_steps=args.checkpoint_steps,
         scheduler=args.scheduler, security=security, threads_per_worker=args.threads_per_worker,
         kill_worker_at=args.kill_worker_at, kill_ps_at=args.kill_ps_at, progress=not args.no_progress)

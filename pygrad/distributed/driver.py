@@ -94,13 +94,14 @@ def model_variables(model_fn, where="the driver"):
             for v, value in zip(variables, values)]
 
 
-def _check_args(mode, workers, ps_shards, steps, batch_size, backup_workers, stale, fetch_every, max_staleness):
+def _check_args(mode, workers, ps_shards, steps, batch_size, backup_workers, stale, fetch_every, push_every,
+                max_staleness):
     if mode not in ("async", "sync"):
         raise ValueError(f"mode must be 'async' or 'sync', got {mode!r}")
     if stale not in ("drop", "scale"):
         raise ValueError(f"stale must be 'drop' or 'scale', got {stale!r}")
     for name, value in [("workers", workers), ("ps_shards", ps_shards), ("steps", steps),
-                        ("batch_size", batch_size), ("fetch_every", fetch_every)]:
+                        ("batch_size", batch_size), ("fetch_every", fetch_every), ("push_every", push_every)]:
         if int(value) < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
     if not 0 <= backup_workers < workers:
@@ -110,7 +111,7 @@ def _check_args(mode, workers, ps_shards, steps, batch_size, backup_workers, sta
 
 
 def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, batch_size=50, optimizer=None,
-          fetch_every=1, max_staleness=None, stale="drop", backup_workers=0, shuffle=True, seed=0,
+          fetch_every=1, push_every=1, max_staleness=None, stale="drop", backup_workers=0, shuffle=True, seed=0,
           checkpoint_dir=None, checkpoint_steps=None, checkpoint_secs=None, scheduler=None, security=None,
           client=None, threads_per_worker=1, timeout=60.0, connect_timeout=10.0, progress=True, log_every=0.5,
           kill_worker_at=None, kill_ps_at=None, verbose=True):
@@ -121,11 +122,14 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
     "accuracy" and "train_feed" ({keep_prob: 0.5}). data is a tuple of arrays (rows split into
     `workers` contiguous parts, part i for worker i) or a function (index, workers) -> arrays run
     on each worker. optimizer() makes the tf.train optimizer each shard applies (default
-    GradientDescentOptimizer(0.01)). steps counts steps per worker. Where it runs: `client`, else
+    GradientDescentOptimizer(0.01)). steps counts steps per worker; a worker pushes the sum of its
+    gradients every push_every steps and pulls every fetch_every steps (async; sync pulls after each
+    push). Where it runs: `client`, else
     the scheduler at `scheduler` (with `security`), else a local_cluster started and closed here.
     kill_worker_at / kill_ps_at: fault drills on a cluster of this machine: SIGKILL worker 0's
     process once it reports that step (shard 0's once any worker does)."""
-    _check_args(mode, workers, ps_shards, steps, batch_size, backup_workers, stale, fetch_every, max_staleness)
+    _check_args(mode, workers, ps_shards, steps, batch_size, backup_workers, stale, fetch_every, push_every,
+                max_staleness)
     if optimizer is None:
         def optimizer():
             import pygrad as tf
@@ -137,7 +141,8 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
     job = Job(run_id=uuid.uuid4().hex[:12], model_fn=model_fn, specs=[VarSpec(s.name, s.shape, s.dtype, None, s.shard)
                                                                           for s in specs],
               num_workers=workers, num_shards=ps_shards, mode=mode, steps=steps, batch_size=batch_size,
-              fetch_every=fetch_every, shuffle=shuffle, seed=seed, threads=threads_per_worker, timeout=timeout,
+              fetch_every=fetch_every, push_every=push_every, shuffle=shuffle, seed=seed, threads=threads_per_worker,
+              timeout=timeout,
               log_every=log_every, data_fn=data if callable(data) else None)
     shard_args = dict(optimizer_fn=optimizer, mode=mode, num_workers=workers, backup_workers=backup_workers,
                       max_staleness=max_staleness, stale=stale, checkpoint_dir=checkpoint_dir,

@@ -33,6 +33,7 @@ class Job:
     steps: int
     batch_size: int
     fetch_every: int
+    push_every: int
     shuffle: bool
     seed: int
     threads: int

@@ -1,12 +1,12 @@
 """A worker: a long-running Dask task holding one model replica.
 
 It builds the graph from the user's model function in its own process, checks the variables
-against the driver's, and loops: one `Session.run` computes the loss and every gradient, each
-shard gets its part (push), and every fetch_every steps (every step in sync mode) the fresh
-weights come back (pull), as Downpour's n_push = 1 / n_fetch. A worker restarted by its nanny
-resumes after the last step the shards recorded from it. When a shard stops answering, the worker
-waits for the driver to publish the replacement's handle, pulls from it and goes on; the step in
-flight is lost.
+against the driver's, and loops: one `Session.run` computes the loss and every gradient; every
+push_every steps each shard gets its part of their sum (push), and every fetch_every steps (after
+every push in sync mode) the fresh weights come back (pull): Downpour's n_push and n_fetch. A
+worker restarted by its nanny resumes after the last step the shards recorded from it. When a
+shard stops answering, the worker waits for the driver to publish the replacement's handle, pulls
+from it and goes on; the push in flight is lost.
 """
 import os
 import time
@@ -129,38 +129,43 @@ def run_worker(job, index, data):
                                        "address": worker.address, "pid": os.getpid(), "step": resume})
         generation, shards, base = _retrying(job, generation, shards, counters, pull)
         last_log, loss_sum, acc_sum, logged = time.monotonic(), 0.0, 0.0, 0
+        unpushed = None  # the gradients summed since the last push (push_every > 1)
         for step in range(resume, job.steps):
             feed = dict(zip(model["inputs"], batches(step)))
             feed.update(model["train_feed"])
             start = time.perf_counter()
             out = sess.run(fetches, feed_dict=feed)
             counters["compute_seconds"] += time.perf_counter() - start
-            start = time.perf_counter()
-            try:
-                replies = [shards[k].push(index, step, base[k], {job.specs[i].name: out["grads"][i] for i in ids})
-                           for k, ids in enumerate(by_shard)]
-                replies = _wait(replies, job, generation)
-            except Exception as e:
-                if not _recoverable(e):
-                    raise
-                # The step is lost; go on from the replacement's weights.
-                generation, shards = _reconnect(job, generation, counters)
-                generation, shards, base = _retrying(job, generation, shards, counters, pull)
-                continue
-            counters["push_seconds"] += time.perf_counter() - start
-            counters["pushes"] += len(replies)
-            counters["bytes_pushed"] += sum(g.nbytes for g in out["grads"])
-            for k, r in enumerate(replies):
-                seen = counters["seen"]
-                seen[generation, k] = max(seen.get((generation, k), 0), r["version"])
-                counters["statuses"][r["status"]] = counters["statuses"].get(r["status"], 0) + 1
-                counters["staleness"][r["staleness"]] = counters["staleness"].get(r["staleness"], 0) + 1
             counters["steps"] += 1
             counters["examples"] += job.batch_size
             loss_sum += float(out["loss"])
             acc_sum += float(out.get("accuracy", np.nan))
             logged += 1
-            if job.mode == "sync" or (step + 1) % job.fetch_every == 0:
+            unpushed = out["grads"] if unpushed is None else [u + g for u, g in zip(unpushed, out["grads"])]
+            pushed = (step + 1) % job.push_every == 0 or step == job.steps - 1
+            if pushed:
+                start = time.perf_counter()
+                grads, unpushed = unpushed, None
+                try:
+                    replies = [shards[k].push(index, step, base[k], {job.specs[i].name: grads[i] for i in ids})
+                               for k, ids in enumerate(by_shard)]
+                    replies = _wait(replies, job, generation)
+                except Exception as e:
+                    if not _recoverable(e):
+                        raise
+                    # The push is lost; go on from the replacement's weights.
+                    generation, shards = _reconnect(job, generation, counters)
+                    generation, shards, base = _retrying(job, generation, shards, counters, pull)
+                    continue
+                counters["push_seconds"] += time.perf_counter() - start
+                counters["pushes"] += len(replies)
+                counters["bytes_pushed"] += sum(g.nbytes for g in grads)
+                for k, r in enumerate(replies):
+                    seen = counters["seen"]
+                    seen[generation, k] = max(seen.get((generation, k), 0), r["version"])
+                    counters["statuses"][r["status"]] = counters["statuses"].get(r["status"], 0) + 1
+                    counters["staleness"][r["staleness"]] = counters["staleness"].get(r["staleness"], 0) + 1
+            if job.mode == "sync" and pushed or job.mode == "async" and (step + 1) % job.fetch_every == 0:
                 generation, shards, base = _retrying(job, generation, shards, counters, pull)
             now = time.monotonic()
             if now - last_log >= job.log_every or step == job.steps - 1:
