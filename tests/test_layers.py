@@ -24,6 +24,8 @@ LAYERS = [
              "pygrad.contrib", "pygrad.contrib.*", "pygrad.rnn", "pygrad.rnn.*", "pygrad.linalg", "pygrad.math",
              "pygrad.random", "pygrad.examples", "pygrad.examples.*"]),
     ("surface", ["pygrad"]),
+    # Above the surface: the parameter server runs user code written on `import pygrad as tf`.
+    ("distributed", ["pygrad.distributed", "pygrad.distributed.*"]),
 ]
 
 

@@ -1,0 +1,397 @@
+"""pygrad.distributed, the parameter server on Dask: placement, the shards' update rules (without
+Dask), and whole runs on one local cluster shared by the module (2 worker and 2 shard processes):
+sync mode against a NumPy reference of training with the larger batch, async training, a worker and
+a shard killed with SIGKILL, and the errors of a bad configuration."""
+import asyncio
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import pygrad as tf
+from pygrad import distributed, errors
+from pygrad.distributed import placement
+from pygrad.distributed.shard import ParameterShard
+from pygrad.distributed.spec import VarSpec
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_importing_pygrad_distributed_imports_no_dask():
+    code = ("import sys, pygrad, pygrad.distributed; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_partition_is_greedy_by_bytes_in_creation_order():
+    """TF1's GreedyLoadBalancingStrategy with byte_size_load_fn: each variable, in the order it was
+    made, goes to the least-loaded shard (the lowest index on a tie)."""
+    specs = [VarSpec(n, shape, dt) for n, shape, dt in [("a", (100,), "float32"), ("b", (10,), "float32"),
+                                                           ("c", (50,), "float64"), ("d", (60,), "float32"),
+                                                           ("e", (3,), "int32")]]
+    shards = placement.partition(specs, 2)
+    # loads: a 400 -> [400, 0]; b 40 -> [400, 40]; c 400 -> [400, 440]; d 240 -> [640, 440]; e 12 -> [640, 452]
+    assert [[s.name for s in shard] for shard in shards] == [["a", "d"], ["b", "c", "e"]]
+    assert [[s.name for s in shard] for shard in placement.partition(specs, 1)] == [["a", "b", "c", "d", "e"]]
+    with pytest.raises(ValueError, match="at least 1"):
+        placement.partition(specs, 0)
+
+
+# ------------------------------------------------------------------ the shard's rules, without Dask
+def _shard(**kw):
+    specs = [VarSpec("w", (3,), "float64", np.array([1.0, 2.0, 3.0]))]
+    return ParameterShard(0, specs, lambda: tf.train.GradientDescentOptimizer(0.5), **kw)
+
+
+def _push(shard, worker, step, base, g):
+    return asyncio.run(shard.push(worker, step, base, {"w": np.asarray(g, np.float64)}))
+
+
+def _value(shard):
+    return asyncio.run(shard.pull())[1]["w"]
+
+
+def test_async_shard_records_staleness_and_drops_or_scales_stale_pushes():
+    shard = _shard(max_staleness=1, stale="drop")
+    assert _push(shard, 0, 0, 0, [1, 1, 1])["staleness"] == 0
+    assert _push(shard, 1, 0, 0, [1, 1, 1])["staleness"] == 1
+    reply = _push(shard, 2, 0, 0, [1, 1, 1])  # computed on version 0, the shard is at 2
+    assert reply == {"status": "stale", "version": 2, "staleness": 2}
+    np.testing.assert_allclose(_value(shard), [0.0, 1.0, 2.0])
+    assert _push(shard, 0, 0, 0, [5, 5, 5])["status"] == "duplicate"  # a step already pushed is ignored
+    stats = asyncio.run(shard.stats())
+    assert stats["staleness"] == {0: 1, 1: 1, 2: 1}
+    assert stats["counts"] == {"pushes": 4, "applied": 2, "dropped_stale": 1, "duplicate": 1}
+
+    shard = _shard(max_staleness=1, stale="scale")
+    for worker in range(3):
+        _push(shard, worker, 0, 0, [1, 1, 1])
+    # The third push, staleness 2, is scaled by (1 + 1) / (2 + 1).
+    np.testing.assert_allclose(_value(shard), np.array([1.0, 2.0, 3.0]) - 0.5 * (2 + 2 / 3))
+
+
+def test_sync_shard_applies_the_mean_once_and_drops_late_pushes():
+    shard = _shard(mode="sync", num_workers=3, backup_workers=1)
+
+    async def step():
+        a = asyncio.ensure_future(shard.push(0, 0, 0, {"w": np.array([1.0, 0.0, 0.0])}))
+        await asyncio.sleep(0.01)
+        assert not a.done()  # waits for a second worker's gradients
+        b = await shard.push(1, 0, 0, {"w": np.array([3.0, 2.0, 0.0])})
+        late = await shard.push(2, 0, 0, {"w": np.array([100.0, 100.0, 100.0])})
+        return await a, b, late
+
+    a, b, late = asyncio.run(step())
+    assert a["status"] == b["status"] == "applied" and a["version"] == 1
+    assert late["status"] == "late"
+    np.testing.assert_allclose(_value(shard), np.array([1.0, 2.0, 3.0]) - 0.5 * np.array([2.0, 1.0, 0.0]))
+    assert asyncio.run(shard.stats())["counts"]["late"] == 1
+
+
+def test_shard_checkpoint_is_a_tensorflow_checkpoint_and_restores(tmp_path):
+    specs = [VarSpec("layer/w", (2, 2), "float32", np.eye(2, dtype=np.float32))]
+    shard = ParameterShard(3, specs, lambda: tf.train.MomentumOptimizer(0.1, 0.9), num_workers=2,
+                           checkpoint_dir=str(tmp_path), checkpoint_steps=2)
+    for step in range(3):
+        asyncio.run(shard.push(1, step, step, {"layer/w": np.ones((2, 2), np.float32)}))
+    reader = tf.train.load_checkpoint(str(tmp_path / "shard-3"))
+    assert sorted(reader.get_variable_to_shape_map()) == ["global_step", "layer/w", "layer/w/Momentum", "worker_steps"]
+    assert reader.get_tensor("global_step") == 2 and list(reader.get_tensor("worker_steps")) == [-1, 1]
+    # momentum 0.9: accum 1 then 1.9; w = 1 - 0.1 * (1 + 1.9) on the diagonal
+    np.testing.assert_allclose(reader.get_tensor("layer/w"), np.eye(2) - 0.29, rtol=1e-6)
+    restored = ParameterShard(3, specs, lambda: tf.train.MomentumOptimizer(0.1, 0.9), num_workers=2,
+                              checkpoint_dir=str(tmp_path), restore=True)
+    assert restored.version == 2 and asyncio.run(restored.progress(1)) == 1
+    np.testing.assert_allclose(asyncio.run(restored.pull())[1]["layer/w"], np.eye(2) - 0.29, rtol=1e-6)
+
+
+def test_shard_checkpoint_reads_in_tensorflow(tmp_path, tf_peer):
+    specs = [VarSpec("w", (3,), "float32", np.arange(3, dtype=np.float32))]
+    shard = ParameterShard(0, specs, lambda: tf.train.AdamOptimizer(0.1), checkpoint_dir=str(tmp_path))
+    asyncio.run(shard.push(0, 0, 0, {"w": np.ones(3, np.float32)}))
+    prefix = asyncio.run(shard.checkpoint())
+    reader = tf_peer.train.load_checkpoint(prefix)
+    np.testing.assert_allclose(reader.get_tensor("w"), asyncio.run(shard.pull())[1]["w"])
+    assert {"w/Adam", "w/Adam_1", "beta1_power", "beta2_power", "global_step"} <= set(
+        reader.get_variable_to_shape_map())
+
+
+# --------------------------------------------------------------------------- runs on a local cluster
+@pytest.fixture(scope="module")
+def client():
+    pytest.importorskip("distributed")
+    import cloudpickle
+    from distributed import Client
+
+    levels = {name: logging.getLogger(name).level for name in ("distributed", "tornado", "asyncio")}
+    for name in levels:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers get this file's functions
+    cluster = distributed.local_cluster(workers=2, ps_shards=2, dashboard_address=None,
+                                        silence_logs=logging.CRITICAL)
+    client = Client(cluster, set_as_default=False)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def _blobs(n=2000, d=20, k=4, dtype=np.float32, seed=0):
+    """Separable clusters: k centers, n points, one-hot labels."""
+    rng = np.random.RandomState(seed)
+    centers = rng.randn(k, d) * 0.5
+    labels = rng.randint(0, k, n)
+    x = centers[labels] + rng.randn(n, d)
+    return x.astype(dtype), np.eye(k, dtype=dtype)[labels]
+
+
+def softmax_model(d=20, k=4, dtype=tf.float32):
+    x = tf.placeholder(dtype, [None, d])
+    y_ = tf.placeholder(dtype, [None, k])
+    W = tf.Variable(tf.zeros([d, k], dtype=dtype), name="W")
+    b = tf.Variable(tf.zeros([k], dtype=dtype), name="b")
+    logits = tf.matmul(x, W) + b
+    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=y_, logits=logits))
+    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), tf.argmax(y_, 1)), tf.float32))
+    return {"loss": loss, "inputs": [x, y_], "accuracy": accuracy}
+
+
+def softmax_model_64():
+    return softmax_model(dtype=tf.float64)
+
+
+def _accuracy(weights, x, y):
+    return np.mean(np.argmax(x @ weights["W"] + weights["b"], 1) == np.argmax(y, 1))
+
+
+def test_sync_equals_training_with_an_n_times_larger_batch(client):
+    """2 workers, batch 8, sync, momentum: each update is the mean of the two workers' gradients,
+    which is the gradient of their 16 examples together. A NumPy reference trains on those 16."""
+    x, y = _blobs(n=400, dtype=np.float64)
+    steps, batch, lr, mu = 20, 8, 0.1, 0.9
+    report = distributed.train(softmax_model_64, (x, y), workers=2, ps_shards=2, mode="sync", steps=steps,
+                               batch_size=batch, optimizer=lambda: tf.train.MomentumOptimizer(lr, mu),
+                               shuffle=False, client=client, progress=False, verbose=False, timeout=30)
+    assert report.shard_versions == [steps, steps] and report.counts["applied"] == 2 * steps
+    # As in TF, the optimizer's Python float hyperparameters become float32 tensors cast to the
+    # variable's dtype.
+    lr, mu = float(np.float32(lr)), float(np.float32(mu))
+    W, b = np.zeros((20, 4)), np.zeros(4)
+    aW, ab = np.zeros_like(W), np.zeros_like(b)
+    parts = [(x[:200], y[:200]), (x[200:], y[200:])]  # the driver's contiguous split
+    for t in range(steps):
+        xb = np.concatenate([px[t * batch:(t + 1) * batch] for px, _ in parts])
+        yb = np.concatenate([py[t * batch:(t + 1) * batch] for _, py in parts])
+        z = xb @ W + b
+        p = np.exp(z - z.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        dz = (p - yb) / len(xb)
+        aW, ab = mu * aW + xb.T @ dz, mu * ab + dz.sum(0)  # TF's ApplyMomentum: accum = mu * accum + g
+        W, b = W - lr * aW, b - lr * ab
+    np.testing.assert_allclose(report.weights["W"], W, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(report.weights["b"], b, rtol=1e-9, atol=1e-12)
+    assert report.staleness == {0: 2 * 2 * steps}
+
+
+def test_sync_with_a_backup_worker_applies_the_first_push_of_each_version(client):
+    x, y = _blobs()
+    report = distributed.train(softmax_model, (x, y), workers=2, ps_shards=1, mode="sync", backup_workers=1,
+                               steps=60, batch_size=20, optimizer=lambda: tf.train.GradientDescentOptimizer(0.5),
+                               client=client, progress=False, verbose=False, timeout=30)
+    counts = report.counts
+    assert counts["pushes"] == 120 and counts["applied"] + counts.get("late", 0) == 120
+    assert report.shard_versions == [counts["applied"]] and counts["applied"] >= 60
+    assert _accuracy(report.weights, x, y) > 0.8
+
+
+def test_async_two_workers_train_softmax(client):
+    x, y = _blobs()
+    report = distributed.train(softmax_model, (x, y), workers=2, ps_shards=1, mode="async", steps=150,
+                               batch_size=20, optimizer=lambda: tf.train.GradientDescentOptimizer(0.5),
+                               client=client, progress=False, verbose=False, timeout=30)
+    assert report.shard_versions == [300] and report.pushes == 300
+    assert sum(report.staleness.values()) == 300
+    assert _accuracy(report.weights, x, y) > 0.8  # 0.87 is the best a softmax does here; 0.25 untrained
+    weight_bytes = (20 * 4 + 4) * 4
+    assert report.bytes_pushed == 300 * weight_bytes and report.bytes_pulled == (300 + 2) * weight_bytes
+    assert report.examples == 6000 and report.examples_per_second > 0
+    assert "staleness histogram" in str(report)
+
+
+def test_fetch_every_and_max_staleness(client):
+    """One worker pulling every 10 steps: its pushes between pulls have staleness 0, 1, ..., 9 (its
+    own updates). With max_staleness 4 those of staleness 5 and more are dropped, so the shard
+    stays at 5 updates past the pull until the next one."""
+    x, y = _blobs(n=500)
+    kw = dict(workers=1, ps_shards=1, mode="async", steps=50, batch_size=10, fetch_every=10,
+              optimizer=lambda: tf.train.GradientDescentOptimizer(0.1), client=client, progress=False,
+              verbose=False, timeout=30)
+    report = distributed.train(softmax_model, (x, y), **kw)
+    assert report.staleness == {s: 5 for s in range(10)} and report.shard_versions == [50]
+    assert report.bytes_pulled == (5 + 1) * (20 * 4 + 4) * 4
+    report = distributed.train(softmax_model, (x, y), max_staleness=4, **kw)
+    assert report.staleness == {**{s: 5 for s in range(5)}, 5: 25}
+    assert report.counts["dropped_stale"] == 25 and report.shard_versions == [25]
+
+
+def _softmax_grads(W, b, xb, yb):
+    z = xb @ W + b
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    dz = (p - yb) / len(xb)
+    return xb.T @ dz, dz.sum(0)
+
+
+def test_push_every_sums_the_gradients_of_its_steps(client):
+    """Downpour's n_push = n_fetch = 5 on one worker: each update is the sum of five gradients
+    taken at the same weights (a NumPy reference, float64)."""
+    x, y = _blobs(n=500, dtype=np.float64)
+    lr = float(np.float32(0.1))
+    report = distributed.train(softmax_model_64, (x, y), workers=1, steps=50, batch_size=10, push_every=5,
+                               fetch_every=5, shuffle=False, optimizer=lambda: tf.train.GradientDescentOptimizer(0.1),
+                               client=client, progress=False, verbose=False, timeout=30)
+    assert report.shard_versions == [10] and report.pushes == 10 and report.examples == 500
+    W, b = np.zeros((20, 4)), np.zeros(4)
+    for group in range(10):
+        grads = [_softmax_grads(W, b, x[t * 10:(t + 1) * 10], y[t * 10:(t + 1) * 10])
+                 for t in range(group * 5, group * 5 + 5)]
+        W, b = W - lr * sum(g[0] for g in grads), b - lr * sum(g[1] for g in grads)
+    np.testing.assert_allclose(report.weights["W"], W, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(report.weights["b"], b, rtol=1e-9, atol=1e-12)
+
+
+def test_a_killed_worker_is_restarted_and_the_run_finishes(client):
+    x, y = _blobs()
+    report = distributed.train(softmax_model, (x, y), workers=2, ps_shards=1, mode="async", steps=1500,
+                               batch_size=20, optimizer=lambda: tf.train.GradientDescentOptimizer(0.1),
+                               client=client, progress=False, verbose=False, timeout=60, log_every=0.05,
+                               kill_worker_at=30)
+    assert report.worker_restarts == 1 and len(report.resumes) == 1
+    worker, step = report.resumes[0]
+    assert worker == 0 and 0 < step < 1500
+    # The restarted task resumed after the last step the shard had from it: no update is lost.
+    assert report.shard_versions == [3000] and report.updates_lost == 0
+    assert _accuracy(report.weights, x, y) > 0.8  # 0.87 is the best a softmax does here; 0.25 untrained
+
+
+def test_a_killed_shard_comes_back_from_its_checkpoint(client, tmp_path):
+    x, y = _blobs()
+    report = distributed.train(softmax_model, (x, y), workers=2, ps_shards=2, mode="async", steps=1500,
+                               batch_size=20, optimizer=lambda: tf.train.GradientDescentOptimizer(0.1),
+                               checkpoint_dir=str(tmp_path), checkpoint_steps=25, client=client,
+                               progress=False, verbose=False, timeout=60, log_every=0.05, kill_ps_at=200)
+    assert len(report.shard_failures) == 1
+    failure = report.shard_failures[0]
+    assert failure["shard"] == 0 and failure["checkpoint"].startswith(str(tmp_path / "shard-0" / "model.ckpt-"))
+    assert failure["restored_version"] == int(failure["checkpoint"].rsplit("-", 1)[1])
+    assert 0 <= report.updates_lost == failure["version_at_failure"] - failure["restored_version"] < 25 + 10
+    # Shard 1 saw every step; shard 0 lost the updates after its checkpoint and the steps in flight.
+    assert report.shard_versions[1] == 3000
+    assert 3000 - report.updates_lost - 4 <= report.shard_versions[0] <= 3000 - report.updates_lost
+    assert _accuracy(report.weights, x, y) > 0.8  # 0.87 is the best a softmax does here; 0.25 untrained
+
+
+def test_a_run_over_tls_through_a_scheduler_address(tmp_path):
+    """Dask's TLS Security passes through: a local cluster whose every connection is TLS, joined
+    by its tls:// address."""
+    pytest.importorskip("distributed")
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    from distributed.security import Security
+
+    cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-keyout", key, "-out", cert], check=True, capture_output=True)
+    security = Security(tls_ca_file=cert, tls_client_cert=cert, tls_client_key=key, tls_scheduler_cert=cert,
+                        tls_scheduler_key=key, tls_worker_cert=cert, tls_worker_key=key, require_encryption=True)
+    cluster = distributed.local_cluster(workers=1, ps_shards=1, dashboard_address=None, silence_logs=logging.CRITICAL,
+                                        security=security)
+    try:
+        assert cluster.scheduler_address.startswith("tls://")
+        x, y = _blobs(n=200)
+        report = distributed.train(softmax_model, (x, y), workers=1, steps=20, batch_size=10,
+                                   optimizer=lambda: tf.train.GradientDescentOptimizer(0.5),
+                                   scheduler=cluster.scheduler_address, security=security, progress=False,
+                                   verbose=False, timeout=30)
+        assert report.shard_versions == [20]
+        with pytest.raises(errors.InvalidArgumentError, match=r"the Dask scheduler at tls://[\d.:]+ speaks TLS: pass "
+                                                               r"security=distributed\.security\.Security"):
+            distributed.connect(cluster.scheduler_address, timeout=2)
+    finally:
+        cluster.close()
+
+
+def test_an_unreachable_scheduler_is_a_quick_clear_error():
+    pytest.importorskip("distributed")
+    start = time.monotonic()
+    with pytest.raises(errors.UnavailableError, match=r"cannot reach the Dask scheduler at tcp://127\.0\.0\.1:9 "
+                                                      r"within 2 s"):
+        distributed.train(softmax_model, _blobs(n=100), scheduler="tcp://127.0.0.1:9", connect_timeout=2,
+                          progress=False, verbose=False)
+    assert time.monotonic() - start < 15
+
+
+def model_failing_on_workers():
+    from distributed import get_worker
+
+    try:
+        get_worker()
+    except ValueError:  # in the driver
+        return softmax_model()
+    raise RuntimeError("no GPU here")
+
+
+def model_with_other_shapes_on_workers():
+    from distributed import get_worker
+
+    try:
+        get_worker()
+    except ValueError:
+        return softmax_model()
+    return softmax_model(k=5)
+
+
+@pytest.mark.parametrize("model_fn, cause_class, cause", [
+    (model_failing_on_workers, errors.UnknownError, r"the model function raised RuntimeError: no GPU here"),
+    (model_with_other_shapes_on_workers, errors.InvalidArgumentError,
+     r"the model function built variables that differ from the driver's \(name, shape, dtype\): "
+     r"\('W', \(20, 5\), 'float32'\) != \('W', \(20, 4\), 'float32'\); \('b', \(5,\), 'float32'\) != "
+     r"\('b', \(4,\), 'float32'\)"),
+])
+def test_a_model_failing_on_a_worker_names_the_worker_and_the_cause(client, model_fn, cause_class, cause):
+    start = time.monotonic()
+    with pytest.raises(distributed.WorkerError, match=rf"^worker \d \(tcp://[\d.:]+\) failed: "
+                                                      rf"{cause_class.__name__}: {cause}$") as info:
+        distributed.train(model_fn, _blobs(n=100), workers=2, steps=5, batch_size=10, client=client,
+                          progress=False, verbose=False, timeout=20)
+    assert info.value.worker in (0, 1) and type(info.value.cause) is cause_class
+    assert time.monotonic() - start < 15
+
+
+def test_bad_arguments_are_refused_before_anything_starts():
+    with pytest.raises(ValueError, match="mode must be 'async' or 'sync'"):
+        distributed.train(softmax_model, _blobs(n=10), mode="downpour")
+    with pytest.raises(ValueError, match=r"backup_workers must be in \[0, workers\)"):
+        distributed.train(softmax_model, _blobs(n=10), workers=2, backup_workers=2)
+
+
+def test_the_softmax_example_trains_with_two_async_workers(mnist_dir):
+    pytest.importorskip("distributed")
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "distributed", "softmax_ps.py"),
+                          "--data-dir", mnist_dir, "--workers", "2", "--steps", "100", "--no-progress"],
+                         check=False, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    last = out.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r"test accuracy: 0\.\d{4}", last)
+    assert float(last.split()[-1]) > 0.85
