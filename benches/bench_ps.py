@@ -22,6 +22,9 @@ T / W <= 2 o no number of shards suffices: every shard sees every worker's messa
 
 Run: python benches/bench_ps.py [--data-dir DIR] [--model softmax|convnet] [--steps 300]
                                 [--batch 100] [--workers 1,2,4] [--modes async,sync] [--threads 1]
+                                [--chart PNG]
+--chart writes examples/s against workers: the measured runs, and the model's lines for one shard
+and for the shards it says are needed (matplotlib; skipped with a message without it).
 """
 import argparse
 import math
@@ -45,6 +48,7 @@ def parse():
     p.add_argument("--modes", default="async,sync")
     p.add_argument("--threads", type=int, default=1, help="pygrad threads per worker and for the single process")
     p.add_argument("--simulate", default="8,16,32,64,128,256", help="worker counts of the simulation")
+    p.add_argument("--chart", help="write a PNG chart of the measured and modelled throughput here")
     return p.parse_args()
 
 
@@ -76,6 +80,7 @@ def simulate(c, r, a, o, batch, worker_counts):
     print(f"\ncalibration: compute c = {c * 1e3:.3f} ms, push+pull r = {r * 1e3:.3f} ms, "
           f"shard update a = {a * 1e3:.3f} ms, message o = {o * 1e3:.3f} ms per worker step")
     print(f"{'workers':>8} {'1 shard ex/s':>14} {'saturated':>10} {'shards needed':>14} {'with them ex/s':>15}")
+    rows = []
     for W in worker_counts:
         demand = W / T
         one = min(demand, 1.0 / (2 * o + shard_work))
@@ -84,6 +89,38 @@ def simulate(c, r, a, o, batch, worker_counts):
         with_needed = min(demand, 1.0 / (2 * o + shard_work / needed)) if needed else 1.0 / (2 * o)
         print(f"{W:>8} {one * batch:>14.0f} {'yes' if demand > one else 'no':>10} "
               f"{needed if needed else 'none suffices':>14} {with_needed * batch:>15.0f}")
+        rows.append((W, one * batch, demand * batch, needed, with_needed * batch))
+    return rows
+
+
+def chart(path, model, measured, rows):
+    """A PNG of examples/s against workers: the measured runs and the model's 1-shard and
+    enough-shards lines, with the ideal (no parameter-server cost) line."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib is not installed: no chart)")
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for mode, points in measured.items():
+        ax.plot([w for w, _ in points], [e for _, e in points], "o-", label=f"measured, {mode} (2 cores)")
+    ws = [r[0] for r in rows]
+    ax.plot(ws, [r[2] for r in rows], ":", color="gray", label="model: no parameter-server cost")
+    ax.plot(ws, [r[1] for r in rows], "s-", label="model: 1 shard")
+    ax.plot(ws, [r[4] for r in rows], "^-", label="model: shards needed")
+    for w, _, _, needed, e in rows:
+        ax.annotate(str(needed) if needed else "-", (w, e), textcoords="offset points", xytext=(0, 6), fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("workers")
+    ax.set_ylabel("examples / s")
+    ax.set_title(f"pygrad.distributed, {model}: throughput against workers (labels: shards needed)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"chart: {path}")
 
 
 def main():
@@ -125,7 +162,7 @@ def main():
         print(f"{args.model}, batch {args.batch}, {args.steps} steps per worker, {args.threads} thread(s) each")
         print(f"{'run':>22} {'examples/s':>11} {'pushes/s':>9} {'kB/step':>8} {'update ms':>10} {'vs single':>10}"
               f" {'test acc':>9}")
-        calibration = None
+        calibration, measured = None, {}
         for W in worker_counts:
             tf.set_num_threads(args.threads)
             start = time.monotonic()
@@ -142,13 +179,16 @@ def main():
                       f"{report.pushes_per_second:>9.1f} {report.bytes_per_step / 1e3:>8.1f} "
                       f"{report.apply_latency()['p50'] * 1e3:>10.3f} {report.examples_per_second / single:>10.2f} "
                       f"{acc:>9.4f}")
+                measured.setdefault(mode, []).append((W, report.examples_per_second))
                 if W == 1 and mode == "async":
                     steps = max(1, report.steps_done)
                     calibration = (report.worker_seconds["compute"] / steps,
                                    (report.worker_seconds["push"] + report.worker_seconds["pull"]) / steps,
                                    report.apply_latency()["p50"], o)
         if calibration:
-            simulate(*calibration, args.batch, [int(w) for w in args.simulate.split(",")])
+            rows = simulate(*calibration, args.batch, [int(w) for w in args.simulate.split(",")])
+            if args.chart:
+                chart(args.chart, args.model, measured, rows)
         else:
             print("\n(no 1-worker async run to calibrate the simulation: add 1 to --workers and async to --modes)")
     finally:

@@ -1,6 +1,7 @@
 """Float32 products on both sides of the oneDNN / BLAS threshold (pg/gemm.h): oneDNN's matmul serves
-products with at least 32 rows and columns and 2^18 multiply-adds, the BLAS the rest; both must agree
-with a float64 NumPy product, for every transpose, on one and two threads, and repeat bitwise."""
+products with at least 32 rows and columns and 2^18 multiply-adds, the BLAS the rest (its gemv a
+product of one row or one column); all must agree with a float64 NumPy product, for every
+transpose, on one and two threads, and repeat bitwise."""
 import numpy as np
 import pytest
 
@@ -9,7 +10,7 @@ from pygrad import _C
 
 SHAPES = [  # (m, n, k): oneDNN's, then the BLAS's (thin, small), then pool-split ones
     (64, 64, 64), (50, 1024, 3136), (128, 256, 784), (100, 10, 784), (784, 10, 100), (1, 256, 784),
-    (31, 300, 300), (300, 33, 700), (1000, 64, 9),
+    (31, 300, 300), (300, 33, 700), (1000, 64, 9), (1, 4096, 300), (700, 1, 300), (1, 1, 64), (1, 7, 1),
 ]
 
 
@@ -22,7 +23,7 @@ def threads(request):
 
 
 def product(a, b, ta, tb):
-    c = np.empty((a.shape[1] if ta else a.shape[0], b.shape[0] if tb else b.shape[1]), np.float32)
+    c = np.empty((a.shape[1] if ta else a.shape[0], b.shape[0] if tb else b.shape[1]), a.dtype)
     _C.call("matmul_fwd", [a, b], [c], {"transpose_a": int(ta), "transpose_b": int(tb)})
     return c
 
@@ -74,3 +75,12 @@ def test_onednn_serves_the_large_products_only(tmp_path):
                 and ",matmul," in line]
     assert any("50x3136:3136x" in line for line in executed), out
     assert not any("100x784" in line for line in executed), out
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 300, 200), (300, 1, 200), (1, 1, 5)])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_float64_matrix_vector_products(threads, m, n, k, ta, tb):
+    rng = np.random.default_rng(m + n + k)
+    a = rng.standard_normal((k, m) if ta else (m, k))
+    b = rng.standard_normal((n, k) if tb else (k, n))
+    np.testing.assert_allclose(product(a, b, ta, tb), (a.T if ta else a) @ (b.T if tb else b), rtol=1e-12, atol=1e-12)
