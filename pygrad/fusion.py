@@ -195,6 +195,7 @@ def _numel(dims):
         n *= d
     return n
 
+
 def fuse_epilogues(program, fetched):
     """Rewrites program.steps in place; fetched: the operands the plan returns."""
     steps = program.steps
