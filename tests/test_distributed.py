@@ -23,10 +23,12 @@ from pygrad.distributed.spec import VarSpec
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def test_importing_pygrad_distributed_imports_no_dask():
+def test_importing_pygrad_distributed_imports_no_dask(tmp_path):
+    """(The child runs outside the source tree, so that it imports the installed pygrad.)"""
     code = ("import sys, pygrad, pygrad.distributed; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=tmp_path).stdout
     assert out.strip() == "[]"
 
 
