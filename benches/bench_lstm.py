@@ -170,11 +170,8 @@ def jax_network(jax, init):
     def train_step(state, x, y):
         p, m, v, beta1_power, beta2_power = state
         loss, g = jax.value_and_grad(loss_fn)(p, x, y)
-        lr_t = LEARNING_RATE * jnp.sqrt(1 - beta2_power) / (1 - beta1_power)
-        m = jax.tree.map(lambda m, g: m + (g - m) * (1 - BETA1), m, g)
-        v = jax.tree.map(lambda v, g: v + (g * g - v) * (1 - BETA2), v, g)
-        p = jax.tree.map(lambda p, m, v: p - lr_t * m / (jnp.sqrt(v) + EPSILON), p, m, v)
-        return (p, m, v, beta1_power * BETA1, beta2_power * BETA2), loss
+        adam = common.jax_adam(jax, p, g, m, v, beta1_power, beta2_power, LEARNING_RATE, BETA1, BETA2, EPSILON)
+        return adam, loss
 
     train_step = jax.jit(train_step, donate_argnums=0)
     params = {name: jnp.asarray(value) for name, value in init.items()}
@@ -231,14 +228,7 @@ def main():
           f"batch={BATCH} (median over repeats of per-repeat statistics, microseconds)")
     results.print_table()
     if check:
-        for name, losses in check.items():
-            print(f"losses ({name}, first {len(losses)} steps): " + " ".join(f"{v:.6f}" for v in losses))
-        if "pygrad" in check:
-            ref = check["pygrad"]
-            for name, losses in check.items():
-                if name != "pygrad":
-                    rel = np.max(np.abs(losses - ref) / np.abs(ref))
-                    print(f"max |loss_{name} - loss_pygrad| / |loss_pygrad| over {len(ref)} steps: {rel:.2e}")
+        common.print_loss_check(check)
 
 
 if __name__ == "__main__":

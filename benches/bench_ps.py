@@ -116,8 +116,8 @@ def chart(path, model, measured, rows):
     ax.set_yscale("log")
     ax.set_xlabel("workers")
     ax.set_ylabel("examples / s")
-    ax.set_title(f"pygrad.distributed, {model}: throughput against workers\n(model points labelled with the shards needed)",
-                 fontsize=10)
+    ax.set_title(f"pygrad.distributed, {model}: throughput against workers\n"
+                 "(model points labelled with the shards needed)", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

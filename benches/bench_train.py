@@ -239,11 +239,8 @@ def mlp_jax_network(jax, init):
     def train_step(state, x, y):
         p, m, v, beta1_power, beta2_power = state
         loss, g = jax.value_and_grad(loss_fn)(p, x, y)
-        lr_t = ADAM_LEARNING_RATE * jnp.sqrt(1 - beta2_power) / (1 - beta1_power)
-        m = jax.tree.map(lambda m, g: m + (g - m) * (1 - BETA1), m, g)
-        v = jax.tree.map(lambda v, g: v + (g * g - v) * (1 - BETA2), v, g)
-        p = jax.tree.map(lambda p, m, v: p - lr_t * m / (jnp.sqrt(v) + EPSILON), p, m, v)
-        return (p, m, v, beta1_power * BETA1, beta2_power * BETA2), loss
+        adam = common.jax_adam(jax, p, g, m, v, beta1_power, beta2_power, ADAM_LEARNING_RATE, BETA1, BETA2, EPSILON)
+        return adam, loss
 
     train_step = jax.jit(train_step, donate_argnums=0)
     params = {name: jnp.asarray(value) for name, value in init.items()}

@@ -350,6 +350,33 @@ def fma_peak(seconds=0.05, repeats=5, cc=None):
     return Peak(rates[lanes], lanes, lines)
 
 
+def jax_adam(jax, params, grads, m, v, beta1_power, beta2_power, lr, beta1=0.9, beta2=0.999, epsilon=1e-8):
+    """One Adam update of the pytree params in JAX, in TensorFlow's formula (lr_t = lr sqrt(1 - beta2^t) /
+    (1 - beta1^t); m, v updated; var -= lr_t m / (sqrt(v) + epsilon)), for the benchmarks' hand-written
+    JAX steps (optax is not a dependency). Returns (params, m, v, beta1_power, beta2_power), the
+    powers advanced for the next step."""
+    jnp = jax.numpy
+    lr_t = lr * jnp.sqrt(1 - beta2_power) / (1 - beta1_power)
+    m = jax.tree.map(lambda m, g: m + (g - m) * (1 - beta1), m, grads)
+    v = jax.tree.map(lambda v, g: v + (g * g - v) * (1 - beta2), v, grads)
+    params = jax.tree.map(lambda p, m, v: p - lr_t * m / (jnp.sqrt(v) + epsilon), params, m, v)
+    return params, m, v, beta1_power * beta1, beta2_power * beta2
+
+
+def print_loss_check(check, label=""):
+    """Prints each library's first losses ({name: array}) and each peer's largest relative difference
+    from pygrad's; label qualifies the losses (e.g. "keep_prob 1.0, ")."""
+    import numpy as np
+    for name, losses in check.items():
+        print(f"losses ({name}, {label}first {len(losses)} steps): " + " ".join(f"{v:.6f}" for v in losses))
+    if "pygrad" in check:
+        ref = check["pygrad"]
+        for name, losses in check.items():
+            if name != "pygrad":
+                rel = np.max(np.abs(losses - ref) / np.abs(ref))
+                print(f"max |loss_{name} - loss_pygrad| / |loss_pygrad| over {len(ref)} steps: {rel:.2e}")
+
+
 def fresh_graph(tf):
     """A new default graph for a TF1-style library (a no-op context for others)."""
     return tf.Graph().as_default() if hasattr(tf, "Graph") else contextlib.nullcontext()
