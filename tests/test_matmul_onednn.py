@@ -1,16 +1,20 @@
-"""Float32 products on both sides of the oneDNN / BLAS threshold (pg/gemm.h): oneDNN's matmul serves
-products with at least 32 rows and columns and 2^18 multiply-adds, the BLAS the rest (its gemv a
-product of one row or one column); all must agree with a float64 NumPy product, for every
-transpose, on one and two threads, and repeat bitwise."""
+"""Float32 products on every route of pg/gemm.h: oneDNN serves products with at least 32 rows and
+columns and 2^18 multiply-adds (its jit gemm the largest, 2^27 multiply-adds with a transposed and
+2^30 with neither transposed, its matmul primitive the others), the AVX-512 thin kernel the
+transposed-a products of 2 to 15 columns (weight gradients), the BLAS the rest (its gemv a product of
+one row or one column); all must agree with a float64 NumPy product, for every transpose, on one and
+two threads, and repeat bitwise."""
 import numpy as np
 import pytest
 
 import pygrad as tf
 from pygrad import _C
 
-SHAPES = [  # (m, n, k): oneDNN's, then the BLAS's (thin, small), then pool-split ones
-    (64, 64, 64), (50, 1024, 3136), (128, 256, 784), (100, 10, 784), (784, 10, 100), (1, 256, 784),
-    (31, 300, 300), (300, 33, 700), (1000, 64, 9), (1, 4096, 300), (700, 1, 300), (1, 1, 64), (1, 7, 1),
+SHAPES = [  # (m, n, k): oneDNN's, then thin and the BLAS's (thin, small), then pool-split ones
+    (64, 64, 64), (50, 1024, 3136), (128, 256, 784), (512, 512, 600), (1024, 1024, 1024),
+    (100, 10, 784), (784, 10, 100), (1, 256, 784), (33, 15, 3), (17, 2, 1000), (50, 13, 40), (1000, 14, 7),
+    (16, 7, 1), (31, 300, 300), (300, 33, 700), (1000, 64, 9), (1, 4096, 300), (700, 1, 300), (1, 1, 64),
+    (1, 7, 1),
 ]
 
 

@@ -1,8 +1,12 @@
-// Float32 matrix products by oneDNN's matmul primitive (its brgemm kernels), for pg/gemm.h's
-// one-thread products: onednn_sgemm. Measured on one thread against scipy-openblas32 (bench_kernels
-// and the shapes of the benchmarks' models), oneDNN is 1.1-1.4x faster from about 32 rows and
-// columns up (the Deep MNIST fc1 layer and its gradients, the 784-256-256-10 MLP, 1024^3), and
-// slower on thin products (10 columns: 0.6x); gemm.h sends it the products it wins.
+// Float32 matrix products by oneDNN, for pg/gemm.h's one-thread products: onednn_sgemm. Two
+// routes, each measured on one thread against the others and scipy-openblas32 (bench_kernels, and
+// the products of the benchmarks' models):
+//  - the matmul primitive (its brgemm kernels): 1.1-1.4x OpenBLAS from about 32 rows and columns up
+//    (the Deep MNIST fc1 layer and its gradients, the 784-256-256-10 MLP, 1024^3);
+//  - dnnl_sgemm (its jit gemm) for the largest products whose b is not transposed, where it runs at
+//    105-112 GFLOP/s against the primitive's 93-100 (op(a) transposed: from 2^27 multiply-adds, e.g.
+//    the 4096-wide MLP's weight gradients, 1.13-1.19x; neither transposed: from 2^30, 1.04-1.08x);
+//    below those sizes the two are within a few percent and the primitive is the more often ahead.
 //
 // A primitive is created for each (transposes, m, n, k, leading dimensions) the first time it is
 // asked for and kept in a process-wide cache (at most kMaxPrimitives; the cache is emptied when full).
@@ -64,13 +68,11 @@ std::shared_ptr<const Matmul> matmul_for(const Key& key) {
   return made;
 }
 
-}  // namespace
-
-bool onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-                  int64_t ldb, float* c, int64_t ldc) {
+// c = op(a) @ op(b) by the matmul primitive; false when oneDNN has only its reference implementation.
+bool primitive_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                     int64_t ldb, float* c, int64_t ldc) {
   const std::shared_ptr<const Matmul> mm = matmul_for(Key{ta, tb, m, n, k, lda, ldb, ldc});
   if (!mm) return false;
-  OneOpenMPThread one;
   dnnl::engine& eng = onednn_engine();
   dnnl::stream stream(eng);
   auto in = [](const float* p) { return const_cast<float*>(p); };
@@ -84,6 +86,17 @@ bool onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float
   mm->prim.execute(stream, args);
   stream.wait();
   return true;
+}
+
+}  // namespace
+
+bool onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                  int64_t ldb, float* c, int64_t ldc) {
+  OneOpenMPThread one;
+  if (!tb && m * n * k >= (int64_t{1} << (ta ? 27 : 30))) {
+    return dnnl_sgemm(ta ? 'T' : 'N', 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc) == dnnl_success;
+  }
+  return primitive_sgemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
 }  // namespace pg

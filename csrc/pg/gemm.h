@@ -9,10 +9,14 @@
 
 namespace pg {
 
-// c [m, n] = op(a) @ op(b) by oneDNN's matmul on the calling thread (kernels/matmul_onednn.cc);
-// false when oneDNN has no implementation but its reference one for these strides.
+// c [m, n] = op(a) @ op(b) by oneDNN on the calling thread (kernels/matmul_onednn.cc); false when
+// oneDNN has no implementation but its reference one for these strides.
 bool onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                   int64_t ldb, float* c, int64_t ldc);
+// c [m, n] = a^T op(b) for 2 to 15 columns and 16 rows or more, by AVX-512 kernels
+// (kernels/thin_gemm.cc); false for other shapes (ta false among them) or where the CPU lacks AVX-512.
+bool thin_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                int64_t ldb, float* c, int64_t ldc);
 
 // A product with one row or one column is a matrix-vector product, bound by reading the matrix:
 // the BLAS's gemv reads it at the memory's rate, its gemm at about half that (a [1, 4096] row
@@ -38,11 +42,13 @@ bool blas_gemv(Gemv gemv, bool ta, bool tb, int64_t m, int64_t n, int64_t k, con
   return false;
 }
 
-// Float32 products with at least kOneDnnMinSide rows and columns and kOneDnnMinMacs multiply-adds go
-// to oneDNN, which is faster there (matmul_onednn.cc); the rest, and beta != 0, to the BLAS.
+// Float32 weight gradients with fewer than 16 columns go to thin_sgemm, products with at least kOneDnnMinSide
+// rows and columns and kOneDnnMinMacs multiply-adds to oneDNN, each faster there than the BLAS; the
+// rest, and beta != 0, to the BLAS.
 inline void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                       int64_t ldb, float beta, float* c, int64_t ldc) {
   constexpr int64_t kOneDnnMinSide = 32, kOneDnnMinMacs = int64_t{1} << 18;
+  if (beta == 0.0f && ta && n < 16 && thin_sgemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc)) return;
   if (beta == 0.0f && m >= kOneDnnMinSide && n >= kOneDnnMinSide && m * n * k >= kOneDnnMinMacs &&
       onednn_sgemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc))
     return;
