@@ -16,13 +16,14 @@
 // from HWIO into it at every run, and the filter gradient out of it, by reorder primitives; for the
 // Deep MNIST layers that is 51,200 floats, microseconds beside the convolution's milliseconds.
 // With the plain HWIO layout oneDNN serves both gradients by a gemm-based kernel that runs at about
-// 60 % of the blocked kernels' rate (bench_kernels).
+// 60 % of the blocked kernels' rate (bench_kernels). A depthwise filter is reordered likewise (its
+// kernels take the channels in blocks of 16); it is small (KH * KW * C * M floats).
 //
 // Scratch: each primitive's scratchpad, and the blocked filter, are the calling thread's scratch
 // (pg/scratch.h).
 //
 // Served: every float32 convolution with nonempty operands for which oneDNN has an implementation
-// other than its reference one (which is slower than im2col); conv.cc keeps the others.
+// other than its reference one (which is slower than im2col); conv.cc (depthwise.cc) keeps the others.
 
 #include <cstdint>
 #include <map>
