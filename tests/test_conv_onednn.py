@@ -1,7 +1,8 @@
 """The oneDNN convolution kernels (float32) against the im2col kernels, which stay the reference:
 the same call to each kernel with attribute impl="onednn" and impl="im2col", on many shapes, with
 1 and 2 threads; bitwise repeatability per thread count; a thread count set after the plan was
-built; the forward's fused bias + relu epilogue; and the errors of the impl attribute. The
+built; the forward's fused bias + relu epilogue; the errors of the impl attribute; and
+tf.nn.conv2d_transpose, which lowers to the input-gradient kernel, on oneDNN. The
 graph-level tests (test_conv_ops.py) run the default, impl="auto": oneDNN for float32 (but the input
 gradient of fewer than 8 input channels), im2col for float64."""
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 import pygrad as tf
 from pygrad import _C
+from pygrad.ops import conv_ops
 from pygrad.ops.conv_ops import _out_size, _pad_before
 
 KERNELS = ("conv2d_fwd", "conv2d_bwd_input", "conv2d_bwd_filter")
@@ -200,3 +202,54 @@ def test_forward_epilogue_bias_errors():
     out = np.empty(conv.dy.shape, np.float32)
     with pytest.raises(ValueError, match="bias must be a float32 vector of 8"):
         _C.call("conv2d_fwd", [conv.x, conv.f, np.zeros(7, np.float32)], [out], conv.attrs)
+
+
+# ---------------------------------------------------------------- tf.nn.conv2d_transpose
+
+
+def _transpose_run(module, value, f, w, out_shape, strides):
+    """conv2d_transpose(value, f) (TF's Conv2DBackpropInput) and its gradients for grad_ys w, in a
+    graph of `module` (pygrad or TF's compat.v1)."""
+    g = module.Graph()
+    with g.as_default():
+        vp, fp = module.placeholder(module.float32, value.shape), module.placeholder(module.float32, f.shape)
+        y = module.nn.conv2d_transpose(vp, fp, out_shape, [1, *strides, 1], "SAME")
+        fetches = [y] + module.gradients(y, [vp, fp], grad_ys=module.constant(w))
+        with module.Session(graph=g) as sess:
+            return sess.run(fetches, {vp: value, fp: f})
+
+
+TRANSPOSE = ((5, 7, 7, 16), (3, 3, 8, 16), (5, 14, 14, 8), (2, 2))  # value, filter, output_shape, strides
+
+
+def test_conv2d_transpose_runs_on_onednn(monkeypatch):
+    """tf.nn.conv2d_transpose lowers to the conv2d input-gradient kernel; by default (float32, 8 or
+    more output channels) that is oneDNN's: the bits of impl="onednn", to rounding those of
+    impl="im2col". Its gradients (conv2d and the conv2d filter gradient) likewise."""
+    value_shape, f_shape, out_shape, strides = TRANSPOSE
+    rng = np.random.default_rng(23)
+    value, f = rng.standard_normal(value_shape, dtype=np.float32), rng.standard_normal(f_shape, dtype=np.float32)
+    w = rng.standard_normal(out_shape, dtype=np.float32)
+    runs = {"auto": _transpose_run(tf, value, f, w, out_shape, strides)}
+    for impl in ("onednn", "im2col"):
+        for opdef in (conv_ops.Conv2D, conv_ops.Conv2DBackpropInput, conv_ops.Conv2DBackpropFilter):
+            monkeypatch.setattr(opdef, "attrs_fn", lambda attrs, ins, outs, impl=impl: {
+                **conv_ops._conv_attrs(attrs, ins, outs), "impl": impl})
+        runs[impl] = _transpose_run(tf, value, f, w, out_shape, strides)
+    for auto, onednn, im2col in zip(runs["auto"], runs["onednn"], runs["im2col"]):
+        np.testing.assert_array_equal(auto, onednn)
+        np.testing.assert_allclose(onednn, im2col, rtol=1e-5, atol=1e-5 * np.abs(im2col).max())
+    assert not np.array_equal(runs["onednn"][0], runs["im2col"][0])  # two kernels ran
+
+
+def test_conv2d_transpose_matches_tensorflow():
+    tensorflow = pytest.importorskip("tensorflow")
+    v1 = tensorflow.compat.v1
+    v1.disable_v2_behavior()
+    value_shape, f_shape, out_shape, strides = TRANSPOSE
+    rng = np.random.default_rng(29)
+    value, f = rng.uniform(-1, 1, value_shape).astype(np.float32), rng.uniform(-1, 1, f_shape).astype(np.float32)
+    w = rng.uniform(-1, 1, out_shape).astype(np.float32)
+    for got, want in zip(_transpose_run(tf, value, f, w, out_shape, strides),
+                         _transpose_run(v1, value, f, w, out_shape, strides)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(want).max()))

@@ -39,7 +39,8 @@
 // calls, so these are warm-cache times (most working sets here fit the L2 or L3 cache).
 //
 // Rates. GFLOP/s for the BLAS-backed kernels: matmul 2*m*n*k; conv2d and both its gradients
-// 2 * N*OH*OW*O * KH*KW*C (the taps over padding included, as the im2col gemm computes them). GB/s for
+// 2 * N*OH*OW*O * KH*KW*C (the taps over padding included, as the im2col gemm computes them); the
+// depthwise convolution and its gradients 2 * N*OH*OW*C*M * KH*KW (likewise). GB/s for
 // the rest, from the compulsory traffic: every input read once, every output and every slot updated
 // in place written once. A kernel that makes two passes over its data shows a GB/s below the
 // memory's.
@@ -315,6 +316,33 @@ Case conv2d(const std::string& kernel, const std::string& layer, Shape x, Shape 
   return c;
 }
 
+// ---- depthwise conv2d, NHWC * [KH, KW, C, M], SAME, stride 1: forward (x, w) -> y, input gradient
+// (w, dy) -> dx, filter gradient (x, dy) -> dw; impl "direct" or "onednn" (kernels/depthwise.cc) ----
+Case depthwise_conv2d(const std::string& kernel, const std::string& layer, Shape x, Shape w, const std::string& impl) {
+  const Shape y{x[0], x[1], x[2], w[2] * w[3]};
+  Case c;
+  c.kernel = kernel;
+  c.name = kernel + "/" + layer + "/" + impl;
+  if (kernel == "depthwise_conv2d_fwd") {
+    c.in = {f32(x), f32(w)};
+    c.out = {f32(y)};
+  } else if (kernel == "depthwise_conv2d_bwd_input") {
+    c.in = {f32(w), f32(y)};
+    c.out = {f32(x)};
+  } else {
+    c.in = {f32(x), f32(y)};
+    c.out = {f32(w)};
+  }
+  c.attrs = make_attrs({{"strides", Ints({1, 1})},
+                        {"dilations", Ints({1, 1})},
+                        {"pad_top", I(same_pad_before(x[1], w[0], 1))},
+                        {"pad_left", I(same_pad_before(x[2], w[1], 1))},
+                        {"impl", impl}});
+  c.shapes = dims(x) + "*" + dims(w) + " SAME";
+  c.flops = 2.0 * double(y.numel()) * double(w[0] * w[1]);
+  return c;
+}
+
 // ---- pooling, NHWC, SAME: forward x -> y; max_pool_bwd (x, y, dy) -> dx; avg_pool_bwd dy -> dx ----
 Case pool(const std::string& kernel, Shape x, int64_t k, int64_t stride) {
   const Shape y{x[0], (x[1] + stride - 1) / stride, (x[2] + stride - 1) / stride, x[3]};
@@ -440,7 +468,14 @@ std::vector<Case> all_cases() {
       add(conv2d(kernel, "conv1", {50, 28, 28, 1}, {5, 5, 1, 32}, impl));
       add(conv2d(kernel, "conv2", {50, 14, 14, 32}, {5, 5, 32, 64}, impl));
     }
-  // Its first pooling layer.
+  // A MobileNet depthwise layer (batch 32, 56x56x64, 3x3, multiplier 1), and one with multiplier 2;
+  // each by the direct loops and by oneDNN's.
+  for (const char* kernel : {"depthwise_conv2d_fwd", "depthwise_conv2d_bwd_input", "depthwise_conv2d_bwd_filter"})
+    for (const char* impl : {"direct", "onednn"}) {
+      add(depthwise_conv2d(kernel, "mobilenet", {32, 56, 56, 64}, {3, 3, 64, 1}, impl));
+      add(depthwise_conv2d(kernel, "multiplier2", {32, 28, 28, 32}, {3, 3, 32, 2}, impl));
+    }
+  // The Deep MNIST convnet's first pooling layer.
   for (const char* kernel : {"max_pool_fwd", "max_pool_bwd", "avg_pool_fwd", "avg_pool_bwd"})
     add(pool(kernel, {50, 28, 28, 32}, 2, 2));
 

@@ -1,5 +1,6 @@
-// The geometry of a 2-D convolution, shared by its im2col kernels (conv.cc) and its oneDNN kernels
-// (conv_onednn.cc); the layouts and the padding rule are described at the top of conv.cc.
+// The geometry of a 2-D convolution, shared by its im2col kernels (conv.cc), its oneDNN kernels
+// (conv_onednn.cc) and the depthwise convolution's oneDNN path (depthwise.cc); the layouts and the
+// padding rule are described at the top of conv.cc.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -13,12 +14,18 @@ struct ConvGeom {
   int64_t kh, kw, o;     // filter (its in_channels is c)
   int64_t oh, ow;        // output
   int64_t sh, sw, pt, pl;
+  // For the oneDNN kernels only (conv.cc's builders leave them 1): the filter's taps dh (dw) rows
+  // (columns) apart, and the channels in `groups` groups, input channels [i * c / groups, (i + 1) *
+  // c / groups) feeding output channels [i * o / groups, (i + 1) * o / groups). The filter is then
+  // [KH, KW, groups, C / groups, O / groups] (a depthwise filter [KH, KW, C, M] with groups = C).
+  int64_t dh = 1, dw = 1, groups = 1;
   int64_t taps() const { return kh * kw * c; }  // K, the patch length
   int64_t positions() const { return oh * ow; }  // patch rows per image
   // Padding after the input (bottom, right) that the output size implies; negative when the last
   // rows (columns) of the input are read by no window.
-  int64_t pad_bottom() const { return (oh - 1) * sh + kh - h - pt; }
-  int64_t pad_right() const { return (ow - 1) * sw + kw - w - pl; }
+  int64_t pad_bottom() const { return (oh - 1) * sh + (kh - 1) * dh + 1 - h - pt; }
+  int64_t pad_right() const { return (ow - 1) * sw + (kw - 1) * dw + 1 - w - pl; }
+  int64_t filter_size() const { return kh * kw * (c / groups) * o; }
   // True when cols == x viewed as [n * oh * ow, K]: no im2col needed.
   bool patches_are_input() const {
     const bool pointwise = kh == 1 && kw == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0;
@@ -39,9 +46,9 @@ struct ConvEpilogue {
   bool any() const { return bias_buffer >= 0 || relu; }
 };
 
-// The step that runs `pass` of the float32 convolution g with oneDNN, or an empty Step when
-// oneDNN does not serve it (an empty operand, or only oneDNN's reference implementation would run
-// it). Built when the plan is: the primitives for the batch split of the current thread count are
+// The step that runs `pass` of the float32 convolution g (grouped and dilated ones included) with
+// oneDNN, or an empty Step when oneDNN does not serve it (an empty operand, or only oneDNN's
+// reference implementation would run it). Built when the plan is: the primitives for the batch split of the current thread count are
 // created here (see conv_onednn.cc). `fallback` runs instead when a thread count set later splits
 // the batch into runs that oneDNN does not serve.
 // The forward's epilogue, if any, is done by oneDNN (a bias argument and a relu post-op); `fallback`

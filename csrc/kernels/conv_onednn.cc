@@ -1,5 +1,8 @@
 // Float32 2-D convolutions by oneDNN: the forward, input-gradient and filter-gradient kernels of
-// conv.cc's builders, on the same layouts (x and y NHWC, w HWIO, taken as they are) and padding.
+// conv.cc's builders, on the same layouts (x and y NHWC, w HWIO, taken as they are) and padding;
+// and of depthwise.cc's, as grouped convolutions (ConvGeom's groups and dilations): a depthwise
+// filter [KH, KW, C, M] is oneDNN's weights {G = C, M, 1, KH, KW} in that memory order, and output
+// channel c * M + m, TensorFlow's, is oneDNN's grouped order (group c, its output m).
 //
 // Threads: each primitive runs on the thread that calls it (kernels/onednn.h), and pygrad's pool splits
 // the batch: with t threads, into min(t, n) runs of whole images, image boundaries n * k / chunks,
@@ -13,13 +16,14 @@
 // from HWIO into it at every run, and the filter gradient out of it, by reorder primitives; for the
 // Deep MNIST layers that is 51,200 floats, microseconds beside the convolution's milliseconds.
 // With the plain HWIO layout oneDNN serves both gradients by a gemm-based kernel that runs at about
-// 60 % of the blocked kernels' rate (bench_kernels).
+// 60 % of the blocked kernels' rate (bench_kernels). A depthwise filter is reordered likewise (its
+// kernels take the channels in blocks of 16); it is small (KH * KW * C * M floats).
 //
 // Scratch: each primitive's scratchpad, and the blocked filter, are the calling thread's scratch
 // (pg/scratch.h).
 //
 // Served: every float32 convolution with nonempty operands for which oneDNN has an implementation
-// other than its reference one (which is slower than im2col); conv.cc keeps the others.
+// other than its reference one (which is slower than im2col); conv.cc (depthwise.cc) keeps the others.
 
 #include <cstdint>
 #include <map>
@@ -125,7 +129,16 @@ class ConvPrimitives {
 
  private:
   memory::desc x_desc(int64_t batch) const { return {{batch, g_.c, g_.h, g_.w}, memory::data_type::f32, tag::nhwc}; }
-  memory::desc w_desc(tag layout = tag::hwio) const { return {{g_.o, g_.c, g_.kh, g_.kw}, memory::data_type::f32, layout}; }
+  // The filter in the step's layout (HWIO; [KH, KW, G, C / G, O / G] grouped), or any layout.
+  memory::desc w_desc() const {
+    if (g_.groups == 1) return {{g_.o, g_.c, g_.kh, g_.kw}, memory::data_type::f32, tag::hwio};
+    const int64_t ci = g_.c / g_.groups, co = g_.o / g_.groups, tap = g_.groups * ci * co;
+    return {{g_.groups, co, ci, g_.kh, g_.kw}, memory::data_type::f32, {ci * co, 1, co, g_.kw * tap, tap}};
+  }
+  memory::desc w_any() const {
+    if (g_.groups == 1) return {{g_.o, g_.c, g_.kh, g_.kw}, memory::data_type::f32, tag::any};
+    return {{g_.groups, g_.o / g_.groups, g_.c / g_.groups, g_.kh, g_.kw}, memory::data_type::f32, tag::any};
+  }
   memory::desc bias_desc() const { return {{g_.o}, memory::data_type::f32, tag::a}; }
   memory::desc y_desc(int64_t batch) const { return {{batch, g_.o, g_.oh, g_.ow}, memory::data_type::f32, tag::nhwc}; }
   static bool is_reference(const std::string& impl) { return impl.find("ref") != std::string::npos; }
@@ -141,29 +154,31 @@ class ConvPrimitives {
       relu.append_eltwise(dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
       attr.set_post_ops(relu);
     }
-    const memory::dims strides{g.sh, g.sw}, pad_l{g.pt, g.pl}, pad_r{g.pad_bottom(), g.pad_right()};
+    const memory::dims strides{g.sh, g.sw}, dilates{g.dh - 1, g.dw - 1}, pad_l{g.pt, g.pl},
+        pad_r{g.pad_bottom(), g.pad_right()};
     const auto alg = dnnl::algorithm::convolution_direct;
     try {
       dnnl::convolution_forward::primitive_desc fwd =
           epilogue_.bias_buffer >= 0
               ? dnnl::convolution_forward::primitive_desc(eng, dnnl::prop_kind::forward_training, alg, x_desc(batch),
-                                                          w_desc(tag::any), bias_desc(), y_desc(batch), strides, pad_l,
+                                                          w_any(), bias_desc(), y_desc(batch), strides, dilates, pad_l,
                                                           pad_r, attr)
               : dnnl::convolution_forward::primitive_desc(eng, dnnl::prop_kind::forward_training, alg, x_desc(batch),
-                                                          w_desc(tag::any), y_desc(batch), strides, pad_l, pad_r, attr);
+                                                          w_any(), y_desc(batch), strides, dilates, pad_l, pad_r,
+                                                          attr);
       switch (pass_) {
         case ConvPass::forward:
           return made(dnnl::convolution_forward(fwd), fwd.impl_info_str(), fwd.scratchpad_desc(), batch,
                       fwd.weights_desc());
         case ConvPass::backward_input: {
-          dnnl::convolution_backward_data::primitive_desc pd(eng, alg, x_desc(batch), w_desc(tag::any), y_desc(batch),
-                                                             strides, pad_l, pad_r, fwd, attr);
+          dnnl::convolution_backward_data::primitive_desc pd(eng, alg, x_desc(batch), w_any(), y_desc(batch), strides,
+                                                             dilates, pad_l, pad_r, fwd, attr);
           return made(dnnl::convolution_backward_data(pd), pd.impl_info_str(), pd.scratchpad_desc(), batch,
                       pd.weights_desc());
         }
         case ConvPass::backward_filter: {
-          dnnl::convolution_backward_weights::primitive_desc pd(eng, alg, x_desc(batch), w_desc(tag::any),
-                                                                y_desc(batch), strides, pad_l, pad_r, fwd, attr);
+          dnnl::convolution_backward_weights::primitive_desc pd(eng, alg, x_desc(batch), w_any(), y_desc(batch),
+                                                                strides, dilates, pad_l, pad_r, fwd, attr);
           return made(dnnl::convolution_backward_weights(pd), pd.impl_info_str(), pd.scratchpad_desc(), batch,
                       pd.diff_weights_desc());
         }
@@ -212,7 +227,7 @@ Step onednn_conv2d_step(ConvPass pass, const ConvGeom& g, const Operand& a, cons
     const Primitive* small = prims->get(g.n / chunks);
     const Primitive* large = g.n % chunks ? prims->get(g.n / chunks + 1) : small;
     if (!small || !large) return fallback(f);
-    const int64_t size = g.kh * g.kw * g.c * g.o;
+    const int64_t size = g.filter_size();
     struct Partials;  // the filter gradient's per-run sums after the first
     float* partial = pass == ConvPass::backward_filter && chunks > 1 ? thread_scratch<float, Partials>((chunks - 1) * size)
                                                                     : nullptr;
