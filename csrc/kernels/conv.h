@@ -49,8 +49,8 @@ struct ConvEpilogue {
 // The step that runs `pass` of the float32 convolution g (grouped and dilated ones included) with
 // oneDNN, or an empty Step when oneDNN does not serve it (an empty operand, or only oneDNN's
 // reference implementation would run it). Built when the plan is: the primitives for the batch
-// split of the current thread count are created here (see conv_onednn.cc). `fallback` runs instead when a thread count set later splits
-// the batch into runs that oneDNN does not serve.
+// split of the current thread count are created here (see conv_onednn.cc). `fallback` runs
+// instead when a thread count set later splits the batch into runs that oneDNN does not serve.
 // The forward's epilogue, if any, is done by oneDNN (a bias argument and a relu post-op); `fallback`
 // must then do it too.
 Step onednn_conv2d_step(ConvPass pass, const ConvGeom& g, const Operand& a, const Operand& b, const Operand& out,
