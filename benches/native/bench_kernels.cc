@@ -315,12 +315,15 @@ Case conv2d(const std::string& kernel, const std::string& layer, Shape x, Shape 
   return c;
 }
 
-// ---- pooling, NHWC, SAME: forward x -> y; max_pool_bwd (x, y, dy) -> dx; avg_pool_bwd dy -> dx ----
-Case pool(const std::string& kernel, Shape x, int64_t k, int64_t stride) {
+// ---- pooling, NHWC, SAME: forward x -> y; max_pool_bwd (x, y, dy) -> dx; avg_pool_bwd dy -> dx;
+// impl "direct" or "onednn" (kernels/pool.cc's attribute) ----
+Case pool(const std::string& kernel, const std::string& layer, Shape x, int64_t k, int64_t stride,
+          const std::string& impl) {
   const Shape y{x[0], (x[1] + stride - 1) / stride, (x[2] + stride - 1) / stride, x[3]};
   Case c;
   c.kernel = kernel;
-  c.name = kernel + "/" + std::to_string(k) + "x" + std::to_string(k) + "s" + std::to_string(stride);
+  c.name = kernel + "/" + layer + "/" + std::to_string(k) + "x" + std::to_string(k) + "s" + std::to_string(stride) +
+           "/" + impl;
   if (kernel == "max_pool_fwd" || kernel == "avg_pool_fwd") {
     c.in = {f32(x)};
     c.out = {f32(y)};
@@ -337,7 +340,8 @@ Case pool(const std::string& kernel, Shape x, int64_t k, int64_t stride) {
   c.attrs = make_attrs({{"ksize", Ints({k, k})},
                         {"strides", Ints({stride, stride})},
                         {"pad_top", I(same_pad_before(x[1], k, stride))},
-                        {"pad_left", I(same_pad_before(x[2], k, stride))}});
+                        {"pad_left", I(same_pad_before(x[2], k, stride))},
+                        {"impl", impl}});
   c.shapes = dims(x) + " SAME";
   return c;
 }
@@ -440,9 +444,12 @@ std::vector<Case> all_cases() {
       add(conv2d(kernel, "conv1", {50, 28, 28, 1}, {5, 5, 1, 32}, impl));
       add(conv2d(kernel, "conv2", {50, 14, 14, 32}, {5, 5, 32, 64}, impl));
     }
-  // Its first pooling layer.
+  // Its pooling layers (2x2, stride 2), each by the direct kernels and by oneDNN's.
   for (const char* kernel : {"max_pool_fwd", "max_pool_bwd", "avg_pool_fwd", "avg_pool_bwd"})
-    add(pool(kernel, {50, 28, 28, 32}, 2, 2));
+    for (const char* impl : {"direct", "onednn"}) {
+      add(pool(kernel, "pool1", {50, 28, 28, 32}, 2, 2, impl));
+      add(pool(kernel, "pool2", {50, 14, 14, 64}, 2, 2, impl));
+    }
 
   for (Case& c : optimizers(int64_t{1} << 20)) add(std::move(c));
 

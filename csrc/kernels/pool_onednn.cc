@@ -61,20 +61,22 @@ int64_t chunk_begin(int64_t n, int64_t chunks, int64_t k) { return n * k / chunk
 bool is_max(PoolPass pass) { return pass == PoolPass::max_forward || pass == PoolPass::max_backward; }
 
 // Whether p[0, n) holds a NaN. Counted in blocks (the compare-and-add loop vectorizes), stopping at
-// the first block that holds one.
-bool has_nan(const float* p, int64_t n) {
+// the first block that holds one; compiled also for AVX2 and AVX-512, picked at load time, since it
+// reads as much as the pooling does.
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool has_nan(const float* p, int64_t n) {
   constexpr int64_t kBlock = 4096;
   for (int64_t i = 0; i < n; i += kBlock) {
-    const int64_t end = std::min(n, i + kBlock);
+    const int32_t len = int32_t(std::min(kBlock, n - i));
+    const float* q = p + i;
     int32_t count = 0;
-    for (int64_t j = i; j < end; ++j) count += p[j] != p[j];
+    for (int32_t j = 0; j < len; ++j) count += q[j] != q[j];
     if (count) return true;
   }
   return false;
 }
 
 // Whether p[0, n) holds the lowest float, what oneDNN's max gives a window without a number above it.
-bool has_lowest(const float* p, int64_t n) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool has_lowest(const float* p, int64_t n) {
   constexpr float kLowest = std::numeric_limits<float>::lowest();
   int32_t count = 0;
   for (int64_t i = 0; i < n; ++i) count += p[i] == kLowest;
