@@ -10,6 +10,10 @@
 // Work is split over output rows (forward, average backward) or over images (max backward), and
 // each output element is computed in a fixed order, so results do not depend on the thread count.
 // Aliasing: no output may share memory with an input.
+//
+// The builders' attribute "impl" picks these kernels ("direct") or oneDNN's (pool_onednn.cc,
+// float32 only; "auto" uses them for float32 where they serve the call); these stay the reference,
+// and oneDNN's results keep their max rule.
 #include <algorithm>
 #include <string>
 
