@@ -343,12 +343,15 @@ Case depthwise_conv2d(const std::string& kernel, const std::string& layer, Shape
   return c;
 }
 
-// ---- pooling, NHWC, SAME: forward x -> y; max_pool_bwd (x, y, dy) -> dx; avg_pool_bwd dy -> dx ----
-Case pool(const std::string& kernel, Shape x, int64_t k, int64_t stride) {
+// ---- pooling, NHWC, SAME: forward x -> y; max_pool_bwd (x, y, dy) -> dx; avg_pool_bwd dy -> dx;
+// impl "direct" or "onednn" (kernels/pool.cc's attribute) ----
+Case pool(const std::string& kernel, const std::string& layer, Shape x, int64_t k, int64_t stride,
+          const std::string& impl) {
   const Shape y{x[0], (x[1] + stride - 1) / stride, (x[2] + stride - 1) / stride, x[3]};
   Case c;
   c.kernel = kernel;
-  c.name = kernel + "/" + std::to_string(k) + "x" + std::to_string(k) + "s" + std::to_string(stride);
+  c.name = kernel + "/" + layer + "/" + std::to_string(k) + "x" + std::to_string(k) + "s" + std::to_string(stride) +
+           "/" + impl;
   if (kernel == "max_pool_fwd" || kernel == "avg_pool_fwd") {
     c.in = {f32(x)};
     c.out = {f32(y)};
@@ -365,7 +368,8 @@ Case pool(const std::string& kernel, Shape x, int64_t k, int64_t stride) {
   c.attrs = make_attrs({{"ksize", Ints({k, k})},
                         {"strides", Ints({stride, stride})},
                         {"pad_top", I(same_pad_before(x[1], k, stride))},
-                        {"pad_left", I(same_pad_before(x[2], k, stride))}});
+                        {"pad_left", I(same_pad_before(x[2], k, stride))},
+                        {"impl", impl}});
   c.shapes = dims(x) + " SAME";
   return c;
 }
@@ -475,9 +479,12 @@ std::vector<Case> all_cases() {
       add(depthwise_conv2d(kernel, "mobilenet", {32, 56, 56, 64}, {3, 3, 64, 1}, impl));
       add(depthwise_conv2d(kernel, "multiplier2", {32, 28, 28, 32}, {3, 3, 32, 2}, impl));
     }
-  // The Deep MNIST convnet's first pooling layer.
+  // The Deep MNIST convnet's pooling layers (2x2, stride 2), each by the direct kernels and by oneDNN's.
   for (const char* kernel : {"max_pool_fwd", "max_pool_bwd", "avg_pool_fwd", "avg_pool_bwd"})
-    add(pool(kernel, {50, 28, 28, 32}, 2, 2));
+    for (const char* impl : {"direct", "onednn"}) {
+      add(pool(kernel, "pool1", {50, 28, 28, 32}, 2, 2, impl));
+      add(pool(kernel, "pool2", {50, 14, 14, 64}, 2, 2, impl));
+    }
 
   for (Case& c : optimizers(int64_t{1} << 20)) add(std::move(c));
 

@@ -10,8 +10,14 @@
 // Work is split over output rows (forward, average backward) or over images (max backward), and
 // each output element is computed in a fixed order, so results do not depend on the thread count.
 // Aliasing: no output may share memory with an input.
+//
+// The builders' attribute "impl" picks these kernels ("direct") or oneDNN's (pool_onednn.cc,
+// float32 only; "auto" uses them for float32 where they serve the call); these stay the reference,
+// and oneDNN's results keep their max rule.
 #include <algorithm>
+#include <string>
 
+#include "kernels/pool.h"
 #include "pg/parallel.h"
 #include "pg/scratch.h"
 #include "runtime/kernel.h"
@@ -21,18 +27,8 @@ namespace {
 
 constexpr int64_t kGrain = 16384;  // elements read per parallel chunk
 
-struct PoolGeom {
-  int64_t n, h, w, c;  // input (and the output's batch and channels)
-  int64_t oh, ow;      // output
-  int64_t kh, kw, sh, sw, pt, pl;
-  // The valid input rows [lo, hi) of output row oh; never empty (checked by the builders).
-  int64_t row_lo(int64_t oh_) const { return std::max<int64_t>(oh_ * sh - pt, 0); }
-  int64_t row_hi(int64_t oh_) const { return std::min(oh_ * sh - pt + kh, h); }
-  int64_t col_lo(int64_t ow_) const { return std::max<int64_t>(ow_ * sw - pl, 0); }
-  int64_t col_hi(int64_t ow_) const { return std::min(ow_ * sw - pl + kw, w); }
-  // Grain in output rows for loops that read a window per output element.
-  int64_t line_grain() const { return std::max<int64_t>(1, kGrain / std::max<int64_t>(1, ow * kh * kw * c)); }
-};
+// Grain in output rows for loops that read a window per output element.
+int64_t line_grain(const PoolGeom& g) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(1, g.ow * g.kh * g.kw * g.c)); }
 
 // The max rule shared by forward and backward: v replaces the best m when it is larger, or when it
 // is the first NaN; so the FIRST maximum in scan order wins, and a NaN, once met, stays.
@@ -44,7 +40,7 @@ template <class T> bool beats(T v, T m) { return (v > m) | ((v != v) & (m == m))
 // y[n, oh, ow, c] = max of x[n, ih, iw, c] over the valid positions (ih, iw) of the window.
 // A NaN in the window gives NaN.
 template <class T> void max_pool_fwd(ConstView<T> x, View<T> y, const PoolGeom& g) {
-  parallel_for(g.n * g.oh, g.line_grain(), [&](int64_t lo, int64_t hi) {
+  parallel_for(g.n * g.oh, line_grain(g), [&](int64_t lo, int64_t hi) {
     for (int64_t line = lo; line < hi; ++line) {
       const int64_t n = line / g.oh, oh = line % g.oh;
       const int64_t h0 = g.row_lo(oh), h1 = g.row_hi(oh);
@@ -108,7 +104,7 @@ template <class T> void max_pool_bwd(ConstView<T> x, ConstView<T> dy, View<T> dx
 // y[n, oh, ow, c] = the sum of x[n, ih, iw, c] over the valid positions of the window, divided by
 // their count.
 template <class T> void avg_pool_fwd(ConstView<T> x, View<T> y, const PoolGeom& g) {
-  parallel_for(g.n * g.oh, g.line_grain(), [&](int64_t lo, int64_t hi) {
+  parallel_for(g.n * g.oh, line_grain(g), [&](int64_t lo, int64_t hi) {
     for (int64_t line = lo; line < hi; ++line) {
       const int64_t n = line / g.oh, oh = line % g.oh;
       const int64_t h0 = g.row_lo(oh), h1 = g.row_hi(oh);
@@ -190,16 +186,45 @@ void expect_same_shape(const char* op, const char* what, const Shape& got, const
            got.str().c_str());
 }
 
+// The implementation: attribute "impl" (default "auto"): "direct" runs the kernels above, "onednn"
+// oneDNN's (pool_onednn.cc; an error where it does not serve the call), "auto" oneDNN for float32
+// where it serves the call and the kernels above elsewhere.
+Step choose_impl(const KernelCall& c, PoolPass pass, const PoolGeom& g, Step direct_step) {
+  const char* op = c.kernel.c_str();
+  const std::string impl = c.attrs.has("impl") ? c.attrs.s("impl", op) : "auto";
+  PG_CHECK(impl == "auto" || impl == "direct" || impl == "onednn", op,
+           "impl must be 'auto', 'direct' or 'onednn', got '%s'", impl.c_str());
+  if (impl == "direct") return direct_step;
+  if (c.in[0].dtype != DType::f32) {
+    if (impl == "onednn") throw DTypeError(format_error(op, "the oneDNN kernels are float32 only, got %s",
+                                                        dtype_name(c.in[0].dtype)));
+    return direct_step;
+  }
+  Step step = onednn_pool_step(pass, g, c.in, c.out[0], direct_step);
+  PG_CHECK(step || impl == "auto", op, "oneDNN has no kernel other than its reference one for input %s",
+           Shape{g.n, g.h, g.w, g.c}.str().c_str());
+  return step ? step : direct_step;
+}
+
 }  // namespace
+
+void direct_max_pool_fwd(const float* x, float* y, const PoolGeom& g) {
+  max_pool_fwd<float>(ConstView<float>(x, Shape{g.n, g.h, g.w, g.c}), View<float>{y, Shape{g.n, g.oh, g.ow, g.c}}, g);
+}
+
+void direct_max_pool_bwd(const float* x, const float* dy, float* dx, const PoolGeom& g) {
+  max_pool_bwd<float>(ConstView<float>(x, Shape{g.n, g.h, g.w, g.c}), ConstView<float>(dy, Shape{g.n, g.oh, g.ow, g.c}),
+                      View<float>{dx, Shape{g.n, g.h, g.w, g.c}}, g);
+}
 
 Step build_max_pool_fwd(const KernelCall& c) {
   expect_arity(c, 1, 1);
   const Operand x = c.in[0], y = c.out[0];
   const PoolGeom g = check_pool_call(c, x.shape, y.shape);
-  return dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+  return choose_impl(c, PoolPass::max_forward, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) { max_pool_fwd<T>(cview<T>(f, x), view<T>(f, y), g); };
-  });
+  }));
 }
 
 Step build_max_pool_bwd(const KernelCall& c) {
@@ -210,30 +235,30 @@ Step build_max_pool_bwd(const KernelCall& c) {
   expect_same_shape(c.kernel.c_str(), "dx", dx.shape, "x", x.shape);
   PG_CHECK(g.h * g.w * g.c < (int64_t{1} << 31), c.kernel.c_str(),
            "images of 2^31 elements or more are not supported, got input %s", x.shape.str().c_str());
-  return dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+  return choose_impl(c, PoolPass::max_backward, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) { max_pool_bwd<T>(cview<T>(f, x), cview<T>(f, dy), view<T>(f, dx), g); };
-  });
+  }));
 }
 
 Step build_avg_pool_fwd(const KernelCall& c) {
   expect_arity(c, 1, 1);
   const Operand x = c.in[0], y = c.out[0];
   const PoolGeom g = check_pool_call(c, x.shape, y.shape);
-  return dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+  return choose_impl(c, PoolPass::avg_forward, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) { avg_pool_fwd<T>(cview<T>(f, x), view<T>(f, y), g); };
-  });
+  }));
 }
 
 Step build_avg_pool_bwd(const KernelCall& c) {
   expect_arity(c, 1, 1);
   const Operand dy = c.in[0], dx = c.out[0];
   const PoolGeom g = check_pool_call(c, dx.shape, dy.shape);
-  return dispatch_float(dy.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+  return choose_impl(c, PoolPass::avg_backward, g, dispatch_float(dy.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) { avg_pool_bwd<T>(cview<T>(f, dy), view<T>(f, dx), g); };
-  });
+  }));
 }
 
 }  // namespace pg
