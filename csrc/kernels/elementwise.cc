@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "pg/parallel.h"
+#include "pg/vmath.h"
 #include "runtime/kernel.h"
 
 namespace pg {
@@ -133,9 +134,11 @@ struct Sign {  // -1, 0 or 1; floats keep the sign of zero and NaN stays NaN
   static constexpr Domain domain = Domain::number;
   template <class T> T operator()(T x) const { return x > T(0) ? T(1) : x < T(0) ? T(-1) : x; }
 };
+// An op with a static array(x, y, n) has unary_fwd call it for float32 (pg/vmath.h's vectorized loops).
 struct Exp {
   static constexpr Domain domain = Domain::floating;
   template <class T> T operator()(T x) const { return std::exp(x); }
+  static void array(const float* x, float* y, int64_t n) { exp_f32(x, y, n); }
 };
 struct Log {
   static constexpr Domain domain = Domain::floating;
@@ -171,6 +174,7 @@ struct Sigmoid {  // 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below: exp never overflo
     const T num = (T(1) + s) * T(0.5) + (T(1) - s) * T(0.5) * e;
     return num / (T(1) + e);
   }
+  static void array(const float* x, float* y, int64_t n) { sigmoid_f32(x, y, n); }
 };
 struct Tanh {
   static constexpr Domain domain = Domain::floating;
@@ -184,6 +188,7 @@ struct Tanh {
       return std::tanh(x);
     }
   }
+  static void array(const float* x, float* y, int64_t n) { tanh_f32(x, y, n); }
 };
 struct Sin {
   static constexpr Domain domain = Domain::floating;
@@ -452,12 +457,19 @@ inline void binary_inner(const T* a, bool va, const T* b, bool vb, R* c, int64_t
 
 }  // namespace
 
+template <class Op, class = void> struct has_array : std::false_type {};
+template <class Op> struct has_array<Op, std::void_t<decltype(&Op::array)>> : std::true_type {};
+
 // y = op(x), elementwise. x, y: the same shape. y may alias x.
 template <class Op, class T> void unary_fwd(ConstView<T> x, View<T> y, Op op) {
   const T* px = x.data;
   T* py = y.data;
   parallel_for(x.size(), kGrain, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) py[i] = op(px[i]);
+    if constexpr (std::is_same_v<T, float> && has_array<Op>::value) {
+      Op::array(px + lo, py + lo, hi - lo);
+    } else {
+      for (int64_t i = lo; i < hi; ++i) py[i] = op(px[i]);
+    }
   });
 }
 
