@@ -84,6 +84,36 @@ def test_backward_over_1000_iterations_with_the_trip_count_fed():
             np.testing.assert_allclose(sess.run(g, {x: xv, n: trips}), d, rtol=1e-10)
 
 
+def test_stacks_kept_between_runs_start_empty_after_a_failed_run():
+    """The plan keeps a run's stacks (emptied) for the next run: a run that fails inside the loop,
+    with values pushed, and a run of fewer iterations than the last, still give the exact gradient."""
+    x = tf.placeholder(tf.float64, [8])
+    n = tf.placeholder(tf.int32, [])
+    d = tf.placeholder(tf.int32, [])
+    _, _, h = tf.while_loop(lambda i, k, h: i < n, lambda i, k, h: (i + 1, tf.floordiv(k, d), tf.tanh(h)),
+                            [0, tf.constant(7), x])
+    g = tf.gradients(tf.reduce_sum(h), x)[0]
+    xv = np.linspace(-2, 2, 8)
+
+    def reference(trips):
+        ref, dx = xv.copy(), np.ones(8)
+        states = []
+        for _ in range(trips):
+            states.append(ref)
+            ref = np.tanh(ref)
+        for st in reversed(states):
+            dx = dx * (1 - np.tanh(st) ** 2)
+        return dx
+
+    with tf.Session() as sess:
+        for trips, divisor in ((50, 1), (50, 0), (5, 1), (50, 1), (3, 0), (1, 1)):
+            if divisor == 0:
+                with pytest.raises(tf.errors.InvalidArgumentError, match="FloorDiv"):
+                    sess.run(g, {x: xv, n: trips, d: divisor})
+            else:
+                np.testing.assert_allclose(sess.run(g, {x: xv, n: trips, d: divisor}), reference(trips), rtol=1e-12)
+
+
 def test_shape_change_without_invariants_is_a_value_error():
     with pytest.raises(ValueError, match=r"While .*enters the loop with shape \(2,\), but has shape \(4,\)"
                                          r"[\s\S]*test_while_loop.py"):

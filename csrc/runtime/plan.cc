@@ -120,7 +120,26 @@ void Plan::execute(const void* const* feeds, size_t num_feeds, void* const* outs
     Block block;
     ~Lease() { arenas.give(std::move(block)); }
   } arena{*arenas_, arenas_->take(arena_bytes_)};
-  Frame frame{fixed_ptr_};
+  Frame frame{fixed_ptr_, {}};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    frame.stacks.swap(spare_stacks_);
+  }
+  struct StackLease {  // the stacks, emptied, kept for the next run however this one ends
+    Plan& plan;
+    Frame& frame;
+    ~StackLease() {
+      constexpr size_t kMaxKeptBytes = size_t{256} << 20;
+      size_t kept = 0;
+      for (auto& s : frame.stacks) {
+        s.clear();
+        kept += s.capacity();
+      }
+      if (kept > kMaxKeptBytes) return;
+      std::lock_guard<std::mutex> lock(plan.mu_);
+      if (plan.spare_stacks_.empty()) plan.spare_stacks_.swap(frame.stacks);
+    }
+  } stacks{*this, frame};
   char* base = static_cast<char*>(arena.block.data());
   for (const auto& [buffer, offset] : offsets_) frame.ptr[size_t(buffer)] = base + offset;
   for (size_t i = 0; i < num_feeds; ++i) frame.ptr[size_t(feed_buffers_[i])] = const_cast<void*>(feeds[i]);
