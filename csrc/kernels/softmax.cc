@@ -12,6 +12,7 @@
 #include "pg/lanes.h"
 #include "pg/parallel.h"
 #include "pg/scratch.h"
+#include "pg/vmath.h"
 #include "runtime/kernel.h"
 
 namespace pg {
@@ -61,6 +62,16 @@ template <class F> double lane_sum(int64_t n, F term) {
   return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
+// y[j] = exp(x[j] - m) for j < n, contiguous; float32 by the vectorized loop (pg/vmath.h). y may be x.
+template <class T> void exp_shifted(const T* x, T m, T* y, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) y[j] = x[j] - m;
+  if constexpr (std::is_same_v<T, float>) {
+    exp_f32(y, y, n);
+  } else {
+    for (int64_t j = 0; j < n; ++j) y[j] = std::exp(y[j]);
+  }
+}
+
 }  // namespace
 
 // y = exp(x - max) / sum(exp(x - max)) along the lanes of l. x, y: the same shape; y may alias x.
@@ -71,11 +82,17 @@ template <class T> void softmax_fwd(ConstView<T> x, View<T> y, const Lanes& l) {
     const T* xs = px + first;
     T* ys = py + first;
     const T m = lane_max(xs, l.n, s);
-    const T d = T(lane_sum(l.n, [&](int64_t j) {
-      const T e = std::exp(xs[j * s] - m);
-      ys[j * s] = e;
-      return e;
-    }));
+    T d;
+    if constexpr (std::is_same_v<decltype(s), Unit>) {
+      exp_shifted(xs, m, ys, l.n);
+      d = T(lane_sum(l.n, [&](int64_t j) { return ys[j]; }));
+    } else {
+      d = T(lane_sum(l.n, [&](int64_t j) {
+        const T e = std::exp(xs[j * s] - m);
+        ys[j * s] = e;
+        return e;
+      }));
+    }
     for (int64_t j = 0; j < l.n; ++j) ys[j * s] /= d;
   });
 }
@@ -147,11 +164,8 @@ void softmax_nll(const T* z, const T* y, const T* g, double scale, int64_t rows,
       const T* ys = y + i * cols;
       T* ps = p + i * cols;
       const T m = lane_max(zs, cols, Unit{});
-      const T d = T(lane_sum(cols, [&](int64_t j) {
-        const T e = std::exp(zs[j] - m);
-        ps[j] = e;
-        return e;
-      }));
+      exp_shifted(zs, m, ps, cols);
+      const T d = T(lane_sum(cols, [&](int64_t j) { return ps[j]; }));
       for (int64_t j = 0; j < cols; ++j) ps[j] /= d;
       // The last-axis sum as reduce_fwd takes it (accumulate_lanes, merged pairwise).
       T* prod = thread_scratch<T, struct SoftmaxNllRow>(cols);  // y * log(p), then summed
