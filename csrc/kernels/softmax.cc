@@ -62,13 +62,17 @@ template <class F> double lane_sum(int64_t n, F term) {
   return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
-// y[j] = exp(x[j] - m) for j < n, contiguous; float32 by the vectorized loop (pg/vmath.h). y may be x.
-template <class T> void exp_shifted(const T* x, T m, T* y, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) y[j] = x[j] - m;
+// y[r, j] = exp(x[r, j] - max_j x[r, :]) for `rows` contiguous rows of n; float32 by one call of the
+// vectorized loop over them all (pg/vmath.h), as it is slow on rows as short as 10. y may be x.
+template <class T> void exp_shifted_rows(const T* x, T* y, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T m = lane_max(x + r * n, n, Unit{});
+    for (int64_t j = 0; j < n; ++j) y[r * n + j] = x[r * n + j] - m;
+  }
   if constexpr (std::is_same_v<T, float>) {
-    exp_f32(y, y, n);
+    exp_f32(y, y, rows * n);
   } else {
-    for (int64_t j = 0; j < n; ++j) y[j] = std::exp(y[j]);
+    for (int64_t i = 0; i < rows * n; ++i) y[i] = std::exp(y[i]);
   }
 }
 
@@ -78,21 +82,26 @@ template <class T> void exp_shifted(const T* x, T m, T* y, int64_t n) {
 template <class T> void softmax_fwd(ConstView<T> x, View<T> y, const Lanes& l) {
   const T* px = x.data;
   T* py = y.data;
+  if (l.inner == 1 && l.n > 0) {  // rows: their exps in one pass, then each row's sum
+    parallel_for(l.outer, std::max<int64_t>(1, kGrain / l.n), [&](int64_t lo, int64_t hi) {
+      exp_shifted_rows(px + lo * l.n, py + lo * l.n, hi - lo, l.n);
+      for (int64_t r = lo; r < hi; ++r) {
+        T* ys = py + r * l.n;
+        const T d = T(lane_sum(l.n, [&](int64_t j) { return ys[j]; }));
+        for (int64_t j = 0; j < l.n; ++j) ys[j] /= d;
+      }
+    });
+    return;
+  }
   for_each_lane(l, [&](int64_t first, auto s) {
     const T* xs = px + first;
     T* ys = py + first;
     const T m = lane_max(xs, l.n, s);
-    T d;
-    if constexpr (std::is_same_v<decltype(s), Unit>) {
-      exp_shifted(xs, m, ys, l.n);
-      d = T(lane_sum(l.n, [&](int64_t j) { return ys[j]; }));
-    } else {
-      d = T(lane_sum(l.n, [&](int64_t j) {
-        const T e = std::exp(xs[j * s] - m);
-        ys[j * s] = e;
-        return e;
-      }));
-    }
+    const T d = T(lane_sum(l.n, [&](int64_t j) {
+      const T e = std::exp(xs[j * s] - m);
+      ys[j * s] = e;
+      return e;
+    }));
     for (int64_t j = 0; j < l.n; ++j) ys[j * s] /= d;
   });
 }
@@ -159,12 +168,10 @@ void softmax_nll(const T* z, const T* y, const T* g, double scale, int64_t rows,
   };
   const T up = dz ? -(g[0] * T(scale)) : T(0);  // the gradient reaching -sum(...)[i], every row alike
   parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(cols, 1)), [&](int64_t lo, int64_t hi) {
+    if (cols > 0) exp_shifted_rows(z + lo * cols, p + lo * cols, hi - lo, cols);
     for (int64_t i = lo; i < hi; ++i) {
-      const T* zs = z + i * cols;
       const T* ys = y + i * cols;
       T* ps = p + i * cols;
-      const T m = lane_max(zs, cols, Unit{});
-      exp_shifted(zs, m, ps, cols);
       const T d = T(lane_sum(cols, [&](int64_t j) { return ps[j]; }));
       for (int64_t j = 0; j < cols; ++j) ps[j] /= d;
       // The last-axis sum as reduce_fwd takes it (accumulate_lanes, merged pairwise).
