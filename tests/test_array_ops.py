@@ -307,3 +307,28 @@ def test_add_check_numerics_ops_checks_every_float_tensor():
         assert sess.run([y, check], {x: [4.0, 9.0]})[0].tolist() == [4.0, 6.0]
         with pytest.raises(tf.errors.InvalidArgumentError, match="root:0 : Tensor had NaN values"):
             sess.run([y, check], {x: [-1.0, 9.0]})
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_transpose_kernel_against_numpy(threads):
+    """Every path of the transpose kernel (merged axes, whole rows, tiles, a batch of tiles, the
+    general walk), with axes of size 1, on one and two threads, against NumPy, bitwise."""
+    from pygrad import _C
+    rng = np.random.default_rng(threads)
+    cases = [((28, 128, 128), (1, 0, 2)), ((7, 1, 300), (2, 1, 0)), ((129, 67), (1, 0)), ((5, 70, 33), (0, 2, 1)),
+             ((3, 4, 5, 6), (0, 1, 3, 2)), ((2, 3, 4, 5), (2, 3, 0, 1)), ((1, 1, 9), (2, 0, 1)), ((0, 4), (1, 0))]
+    for nd in range(1, 6):
+        for _ in range(60):
+            shape = tuple(int(v) for v in rng.integers(1, 6, nd))
+            cases.append((shape, tuple(int(p) for p in rng.permutation(nd))))
+    old = tf.get_num_threads()
+    tf.set_num_threads(threads)
+    try:
+        for shape, perm in cases:
+            for dtype in (np.float32, np.int64):
+                x = (rng.standard_normal(shape) * 100).astype(dtype)
+                y = np.empty(tuple(shape[p] for p in perm), dtype)
+                _C.call("transpose", [x], [y], {"perm": list(perm)})
+                np.testing.assert_array_equal(y, x.transpose(perm), err_msg=f"{shape} {perm}")
+    finally:
+        tf.set_num_threads(old)

@@ -7,34 +7,115 @@
 
 namespace pg {
 
+namespace {
+constexpr int64_t kCopyGrain = 32768;  // elements per parallel chunk of a copy
+}  // namespace
+
 // y = x with its dimensions permuted: y.shape[i] = x.shape[perm[i]]. y must not alias x.
-// 2-D goes through 32x32 tiles; higher ranks walk y in order with x's permuted strides.
+// Axes that stay next to each other in the same order are merged first (and axes of size 1
+// dropped), so [28, 128, 128] with perm (1, 0, 2) is two axes swapped above rows of 128 kept
+// whole. Then: when the last axis stays last, y is a sequence of rows of x, copied whole; a 2-D
+// transpose goes through 32x32 tiles (a batch of them when a third axis stays first); any other walks
+// y in order with x's permuted strides. Split over threads by y's rows.
 template <class T> void transpose(ConstView<T> x, const std::vector<int64_t>& perm, View<T> y) {
-  const int n = x.shape.ndim;
-  if (n == 2 && perm[0] == 1) {
-    const int64_t rows = x.shape[0], cols = x.shape[1];
-    constexpr int64_t B = 32;
-    for (int64_t i0 = 0; i0 < rows; i0 += B)
-      for (int64_t j0 = 0; j0 < cols; j0 += B)
-        for (int64_t i = i0; i < std::min(i0 + B, rows); ++i)
-          for (int64_t j = j0; j < std::min(j0 + B, cols); ++j) y.data[j * rows + i] = x.data[i * cols + j];
+  // The merged axes: dims[i] (x's order) and p, the permutation on them.
+  std::vector<int> keep;
+  for (int i = 0; i < int(perm.size()); ++i)
+    if (x.shape[int(perm[size_t(i)])] != 1) keep.push_back(int(perm[size_t(i)]));
+  std::vector<int64_t> dims;  // merged axes in x's order
+  std::vector<int> group(size_t(x.shape.ndim), -1);
+  {
+    std::vector<int> sorted = keep;
+    std::sort(sorted.begin(), sorted.end());
+    // x axes a and the next kept axis b merge when b follows a directly in y too
+    std::vector<int> pos(size_t(x.shape.ndim), -1);
+    for (size_t i = 0; i < keep.size(); ++i) pos[size_t(keep[i])] = int(i);
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      const int a = sorted[i];
+      if (i > 0 && pos[size_t(a)] == pos[size_t(sorted[i - 1])] + 1) {
+        group[size_t(a)] = group[size_t(sorted[i - 1])];
+        dims.back() *= x.shape[a];
+      } else {
+        group[size_t(a)] = int(dims.size());
+        dims.push_back(x.shape[a]);
+      }
+    }
+  }
+  std::vector<int> p;  // y's merged axes, as indices into dims
+  for (int a : keep)
+    if (p.empty() || p.back() != group[size_t(a)]) p.push_back(group[size_t(a)]);
+  const int n = int(dims.size());
+  const int64_t total = y.size();
+  if (total == 0) return;
+  if (n <= 1) {  // nothing moves
+    std::copy(x.data, x.data + total, y.data);
     return;
   }
-  int64_t xstride[kMaxDims], stride[kMaxDims], idx[kMaxDims] = {};
-  int64_t s = 1;
-  for (int i = n - 1; i >= 0; --i) {
-    xstride[i] = s;
-    s *= x.shape[i];
+  std::vector<int64_t> xstride(n), ydims(n), stride(n);
+  for (int64_t i = n - 1, s = 1; i >= 0; --i) {
+    xstride[size_t(i)] = s;
+    s *= dims[size_t(i)];
   }
-  for (int i = 0; i < n; ++i) stride[i] = xstride[perm[size_t(i)]];
-  const int64_t total = y.size();
-  int64_t off = 0;
+  for (int i = 0; i < n; ++i) {
+    ydims[size_t(i)] = dims[size_t(p[size_t(i)])];
+    stride[size_t(i)] = xstride[size_t(p[size_t(i)])];
+  }
+  if (p[size_t(n - 1)] == n - 1) {  // whole rows of x
+    const int64_t row = ydims[size_t(n - 1)], rows = total / row;
+    parallel_for(rows, std::max<int64_t>(1, kCopyGrain / row), [&](int64_t lo, int64_t hi) {
+      int64_t idx[kMaxDims] = {}, off = 0, k = lo;
+      for (int d = n - 2; d >= 0; --d) {
+        idx[d] = k % ydims[size_t(d)];
+        k /= ydims[size_t(d)];
+        off += idx[d] * stride[size_t(d)];
+      }
+      for (int64_t r = lo; r < hi; ++r) {
+        std::copy(x.data + off, x.data + off + row, y.data + r * row);
+        for (int d = n - 2; d >= 0; --d) {
+          off += stride[size_t(d)];
+          if (++idx[d] < ydims[size_t(d)]) break;
+          off -= stride[size_t(d)] * ydims[size_t(d)];
+          idx[d] = 0;
+        }
+      }
+    });
+    return;
+  }
+  if (n == 2 || (n == 3 && p[0] == 0)) {  // [batch,] rows x cols -> [batch,] cols x rows, in tiles
+    const int64_t batch = n == 3 ? dims[0] : 1, rows = dims[size_t(n - 2)], cols = dims[size_t(n - 1)];
+    const T* px = x.data;
+    T* py = y.data;
+    parallel_for(batch * rows, std::max<int64_t>(1, kCopyGrain / cols), [=](int64_t lo, int64_t hi) {
+      constexpr int64_t B = 32;
+      for (int64_t b = lo / rows; b <= (hi - 1) / rows; ++b) {
+        const T* xb = px + b * rows * cols;
+        T* yb = py + b * rows * cols;
+        const int64_t r0 = std::max(lo - b * rows, int64_t{0}), r1 = std::min(hi - b * rows, rows);
+        for (int64_t i0 = r0; i0 < r1; i0 += B) {
+          const int64_t i1 = std::min(i0 + B, r1);
+          for (int64_t j0 = 0; j0 < cols; j0 += B) {
+            const int64_t j1 = std::min(j0 + B, cols);
+            for (int64_t i = i0; i < i1; ++i)
+              for (int64_t j = j0; j < j1; ++j) yb[j * rows + i] = xb[i * cols + j];
+          }
+        }
+      }
+    });
+    return;
+  }
+  int64_t idx[kMaxDims] = {}, off = 0, ys[kMaxDims], st[kMaxDims];
+  for (int d = 0; d < n; ++d) {
+    ys[d] = ydims[size_t(d)];
+    st[d] = stride[size_t(d)];
+  }
+  const T* px = x.data;
+  T* py = y.data;
   for (int64_t k = 0; k < total; ++k) {
-    y.data[k] = x.data[off];
+    py[k] = px[off];
     for (int d = n - 1; d >= 0; --d) {
-      off += stride[d];
-      if (++idx[d] < y.shape[d]) break;
-      off -= stride[d] * y.shape[d];
+      off += st[d];
+      if (++idx[d] < ys[d]) break;
+      off -= st[d] * ys[d];
       idx[d] = 0;
     }
   }
@@ -64,7 +145,6 @@ Step build_transpose(const KernelCall& c) {
 // ---- concat and split ----
 
 namespace {
-constexpr int64_t kCopyGrain = 32768;  // elements per parallel chunk of a copy
 
 int64_t dims_product(const Shape& s, int from, int to) {
   int64_t n = 1;
