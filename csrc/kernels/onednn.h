@@ -1,5 +1,6 @@
-// What the oneDNN-backed kernels (conv_onednn.cc, matmul_onednn.cc) share: the CPU engine, the
-// scope that keeps oneDNN's OpenMP regions on the calling thread, and aligned thread scratch.
+// What the oneDNN-backed kernels (conv_onednn.cc, pool_onednn.cc, matmul_onednn.cc) share: the CPU
+// engine, the scope that keeps oneDNN's OpenMP regions on the calling thread, the batch split, and
+// aligned thread scratch.
 //
 // Threads: oneDNN (its GNU OpenMP build) would start an OpenMP team of its own inside pygrad's
 // loops. Instead each primitive runs on the thread that calls it, with that thread's OpenMP thread
@@ -7,9 +8,11 @@
 #pragma once
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "pg/parallel.h"
 #include "pg/scratch.h"
 
 namespace pg {
@@ -27,6 +30,14 @@ class OneOpenMPThread {
  private:
   int saved_;
 };
+
+// The batch split of the convolution and pooling kernels for the current thread count: `chunks` runs
+// of whole images, run k holding images [n * k / chunks, n * (k + 1) / chunks).
+inline int64_t batch_chunks(int64_t n) {
+  const int64_t threads = get_num_threads();
+  return threads <= 1 || n < 2 ? 1 : std::min<int64_t>(threads, n);
+}
+inline int64_t chunk_begin(int64_t n, int64_t chunks, int64_t k) { return n * k / chunks; }
 
 // `bytes` of the calling thread's scratch, 64-byte aligned, apart from other Tags' buffers.
 template <class Tag> void* aligned_scratch(size_t bytes) {

@@ -51,13 +51,6 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 
-// The batch split for a thread count: `chunks` runs, run k holding images [n * k / chunks, n * (k + 1) / chunks).
-int64_t batch_chunks(int64_t n) {
-  const int64_t threads = get_num_threads();
-  return threads <= 1 || n < 2 ? 1 : std::min<int64_t>(threads, n);
-}
-int64_t chunk_begin(int64_t n, int64_t chunks, int64_t k) { return n * k / chunks; }
-
 bool is_max(PoolPass pass) { return pass == PoolPass::max_forward || pass == PoolPass::max_backward; }
 
 // Whether p[0, n) holds a NaN. Counted in blocks (the compare-and-add loop vectorizes), stopping at
