@@ -19,7 +19,7 @@ namespace pg {
 namespace {
 
 typedef double D8 __attribute__((vector_size(64)));
-typedef int64_t L8 __attribute__((vector_size(64)));
+typedef uint64_t U8 __attribute__((vector_size(64)));
 typedef float F8 __attribute__((vector_size(32)));
 
 #define PG_INLINE inline __attribute__((always_inline))
@@ -46,9 +46,9 @@ PG_INLINE D8 exp_d8(D8 x) {
   p = p * r + splat(0.5);
   p = p * r + splat(1.0);
   p = p * r + splat(1.0);
-  L8 bits;
+  U8 bits;
   std::memcpy(&bits, &k, sizeof bits);
-  bits = (bits + 1023) << 52;  // 2^n: n's low bits, biased, into the exponent field
+  bits = (bits + 1023) << 52;  // 2^n: n's low bits, biased, into the exponent field (mod 2^64)
   D8 scale;
   std::memcpy(&scale, &bits, sizeof scale);
   return p * scale;
