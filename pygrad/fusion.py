@@ -36,6 +36,22 @@ channels (or an array of that many elements, ones elsewhere). A step joins only 
 reads is a temporary that no other step reads and the run does not fetch: relu's gradient reads its
 output (ReluGrad(y, dy)), not its input, so a training step fuses as well as inference does.
 Jump targets and loop bounds are renumbered for the steps removed.
+
+A third pass, elide_loop_copies: at the end of each iteration a while loop copies each new value
+of a loop variable, computed into a temporary o, into the variable's buffer v (Program.carries,
+the `cast` steps the While lowering records). The copy is dropped, and the step that computes o
+writes v itself, when that is the same: o is written by that step alone and read by the copy
+alone, not fetched; no step between the two reads or writes v; and where the step reads v itself
+(an accumulator, acc + g), it is an elementwise kernel that may write an input in place and reads
+v with the output's dims. A recurrent network's gradient loop then adds each step's weight
+gradient into its sum in place instead of into a temporary copied back.
+
+A fourth pass, accumulate_read_gradients: the gradient of a TensorArray read is an array of zeros
+with the read row set (fill, then ta_write), which the gradient then adds to the array's gradient
+so far; where that add is its only reader, the add becomes a copy of the other operand (none when
+it is the add's output, as elide_loop_copies leaves an accumulator) and a ta_write that adds the
+row in place: O(row) work per read instead of O(array). dynamic_rnn's input gradient is such a sum,
+one row per time step.
 """
 
 
@@ -262,3 +278,103 @@ def _epilogue(steps, i, private, targets):
 
 def _is_channel_vector(dims, channels):
     return len(dims) >= 1 and dims[-1] == channels and all(d == 1 for d in dims[:-1])
+
+
+_IN_PLACE = {"binary_fwd", "unary_fwd", "unary_bwd"}  # may write an input of the output's dims
+
+
+def elide_loop_copies(program, fetched):
+    """Rewrites program.steps in place; fetched: the operands the plan returns."""
+    carries = {id(s) for s in program.carries}
+    steps = program.steps
+    if not carries:
+        return
+    writers, readers = {}, {}
+    for j, s in enumerate(steps):
+        for o in s.outs:
+            writers.setdefault(id(o.buffer), []).append(j)
+        for o in s.ins:
+            if o is not None:
+                readers.setdefault(id(o.buffer), []).append(j)
+    kept_out = {id(o.buffer) for o in fetched}
+    drop = set()
+    for c, copy in enumerate(steps):
+        if id(copy) not in carries:
+            continue
+        src, dst = copy.ins[0], copy.outs[0]
+        b = src.buffer
+        made = writers.get(id(b), [])
+        if (b.kind != "temp" or id(b) in kept_out or src.dtype != dst.dtype or tuple(src.dims) != tuple(dst.dims)
+                or len(made) != 1 or made[0] >= c or readers.get(id(b)) != [c]):
+            continue
+        maker = steps[made[0]]
+        if maker.kernel is None or sum(o.buffer is b for o in maker.outs) != 1:
+            continue
+        if any(o is not None and o.buffer is dst.buffer for s in steps[made[0] + 1:c] for o in (*s.ins, *s.outs)):
+            continue
+        reads_dst = [o for o in maker.ins if o is not None and o.buffer is dst.buffer]
+        if reads_dst and (maker.kernel not in _IN_PLACE or any(tuple(o.dims) != tuple(src.dims) for o in reads_dst)):
+            continue
+        maker.outs = [type(o)(dst.buffer, o.dtype, o.dims) if o.buffer is b else o for o in maker.outs]
+        drop.add(c)
+    if not drop:
+        return
+    before = [0] * (len(steps) + 1)  # before[i]: the steps kept before index i
+    for i in range(len(steps)):
+        before[i + 1] = before[i] + (i not in drop)
+    for label in {id(s.attrs["target"]): s.attrs["target"] for s in steps if s.kernel is None}.values():
+        label.index = before[label.index]
+    program.loops[:] = [(before[a], before[b + 1] - 1) for a, b in program.loops]
+    steps[:] = [s for i, s in enumerate(steps) if i not in drop]
+
+
+def accumulate_read_gradients(program, fetched):
+    """Rewrites program.steps in place; fetched: the operands the plan returns."""
+    steps = program.steps
+    readers, writers = {}, {}
+    for j, st in enumerate(steps):
+        for o in st.ins:
+            if o is not None:
+                readers.setdefault(id(o.buffer), []).append(j)
+        for o in st.outs:
+            writers.setdefault(id(o.buffer), []).append(j)
+    kept_out = {id(o.buffer) for o in fetched}
+    drop, replace = set(), {}
+    for f, fill in enumerate(steps[:-1]):
+        write = steps[f + 1]
+        if fill.kernel != "fill" or fill.attrs.get("value") != 0.0 or write.kernel != "ta_write" \
+                or write.attrs.get("accumulate") or write.outs[0].buffer is not fill.outs[0].buffer:
+            continue
+        r = fill.outs[0].buffer
+        users = readers.get(id(r), [])
+        if r.kind != "temp" or id(r) in kept_out or len(users) != 1 or writers.get(id(r)) != [f, f + 1]:
+            continue
+        a = users[0]
+        add = steps[a]
+        if not _is(add, "binary_fwd", op="add") or len(add.ins) != 2:
+            continue
+        other = add.ins[1] if add.ins[0].buffer is r else add.ins[0]
+        out = add.outs[0]
+        if other.buffer is r or not (tuple(other.dims) == tuple(out.dims) == tuple(fill.outs[0].dims)) \
+                or other.dtype != out.dtype:
+            continue
+        index, row = write.ins
+        if any(writers.get(id(o.buffer)) and any(f + 1 < j < a for j in writers[id(o.buffer)]) for o in (index, row)):
+            continue  # the row or its index changes before the add
+        new = [] if other.buffer is out.buffer else [type(add)(add.op, "cast", [other], [out], {}, add.reads_vars, -1)]
+        new.append(type(write)(write.op, "ta_write", [index, row], [out], {"accumulate": 1}, write.reads_vars, -1))
+        drop.update((f, f + 1))
+        replace[a] = new
+    if not replace:
+        return
+    new_steps, before = [], [0] * (len(steps) + 1)
+    for i, st in enumerate(steps):
+        before[i] = len(new_steps)
+        if i in drop:
+            continue
+        new_steps.extend(replace.get(i, [st]))
+    before[len(steps)] = len(new_steps)
+    for label in {id(st.attrs["target"]): st.attrs["target"] for st in steps if st.kernel is None}.values():
+        label.index = before[label.index]
+    program.loops[:] = [(before[x], before[y + 1] - 1) for x, y in program.loops]
+    steps[:] = new_steps

@@ -5,7 +5,9 @@ native Plan, in passes that each read and return plain data:
     infer_shapes    concrete shapes (and the values of shape ops) from the fed shapes
     schedule        the order the steps run in
     lower           each op to steps over logical buffers, through its OpContext
-    fuse            runs of steps that one kernel computes alike, as that kernel (fusion.py)
+    fuse            runs of steps that one kernel computes alike, as that kernel (fusion.py), and
+                    in loops: new values written into their variables, TensorArray read gradients
+                    added in place (fusion.py's elide_loop_copies, accumulate_read_gradients)
     assign_buffers  logical buffers to the plan's buffers; temporaries share memory when their
                     lifetimes do not overlap
     emit            the native Plan
@@ -18,7 +20,7 @@ import numpy as np
 
 from pygrad import _C, errors
 from pygrad.dtypes import MEMORY_BYTES
-from pygrad.fusion import fuse, fuse_epilogues
+from pygrad.fusion import accumulate_read_gradients, elide_loop_copies, fuse, fuse_epilogues
 from pygrad.graph import Operation, reachable
 from pygrad.host_values import HostValues
 from pygrad.registry import (ALIAS, CONST, CUSTOM, FEED, HOST, HOST_CALL, HOST_EFFECT, HOST_FEED, KERNEL, MAX_RANK,
@@ -63,6 +65,8 @@ def compile_run(elements, feed_tensors, feed_shapes, store):
     fetches = host.plan_fetches
     program.steps = fuse(program.steps, fetches)
     fuse_epilogues(program, fetches)
+    elide_loop_copies(program, fetches)
+    accumulate_read_gradients(program, fetches)
     plan_buffers, where = assign_buffers([program.buffer_of[t] for t in host.native_feeds], program.steps, fetches,
                                          program.loops)
     largest = max((b for b in where if b.kind == "temp"), key=lambda b: b.nbytes, default=None)
@@ -288,6 +292,7 @@ class Program:
         self.steps = []
         self.host_ops = []
         self.loops = []
+        self.carries = []  # the copies of a loop variable's new value into its buffer (elide_loop_copies)
         self.stacks = {}
 
     def stack_id(self, key):
@@ -368,6 +373,12 @@ class OpContext:
     def copy(self, src, dst):
         if src.buffer is not dst.buffer:
             self.step("cast", [src], [dst], {})
+
+    def carry(self, src, dst):
+        """Copies a loop variable's new value src into its buffer dst at the end of an iteration."""
+        self.copy(src, dst)
+        if src.buffer is not dst.buffer:
+            self.program.carries.append(self.program.steps[-1])
 
     # ---- control flow: jumps, loops and the regions of control-flow ops ----
     def label(self):

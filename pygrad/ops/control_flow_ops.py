@@ -337,7 +337,7 @@ def _(ctx, op):
             ctx.copy(o, staged[-1][0])
     for o, v in zip(outs, vars_):
         if o.buffer not in var_buffers:
-            ctx.copy(o, v)
+            ctx.carry(o, v)
     for s, v in staged:
         ctx.copy(s, v)
     ctx.jump(top)
