@@ -29,8 +29,9 @@ namespace {
 
 #define PG_AVX512 __attribute__((target("avx512f")))
 
+// The mask of the first `count` of 16 lanes (none for count <= 0).
 PG_AVX512 inline __mmask16 first_lanes(int64_t count) {
-  return count >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << count) - 1);
+  return count <= 0 ? __mmask16(0) : count >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << count) - 1);
 }
 
 // c[i, j] for the `width` (<= 16 V) rows i0.. of c: sum over p < k of a[p, i] * b(p, j), a's rows at
