@@ -26,6 +26,7 @@
 #include <string>
 
 #include "kernels/conv.h"
+#include "kernels/impl.h"
 #include "pg/gemm.h"
 #include "pg/parallel.h"
 #include "pg/scratch.h"
@@ -244,27 +245,16 @@ ConvGeom check_conv_call(const KernelCall& c, const Shape& x, const Shape& w, co
   return g;
 }
 
-// The implementation: attribute "impl" (default "auto"): "im2col" runs the kernels above, "onednn"
-// oneDNN's (conv_onednn.cc; an error where it does not serve the call), "auto" oneDNN for float32
-// where it serves the call and the kernels above elsewhere, except the input gradient of a
-// convolution with fewer than kOneDnnMinInputChannels input channels, where oneDNN's kernel (a
+// The implementation (kernels/impl.h): "im2col" runs the kernels above, "onednn" oneDNN's
+// (conv_onednn.cc), "auto" oneDNN for float32 where it serves the call, except the input gradient of
+// a convolution with fewer than kOneDnnMinInputChannels input channels, where oneDNN's kernel (a
 // forward convolution over the transposed filter) is slower than im2col.
-Step choose_impl(const KernelCall& c, ConvPass pass, const ConvGeom& g, Step im2col_step, ConvEpilogue epilogue = {}) {
-  const char* op = c.kernel.c_str();
-  const std::string impl = c.attrs.has("impl") ? c.attrs.s("impl", op) : "auto";
-  PG_CHECK(impl == "auto" || impl == "im2col" || impl == "onednn", op,
-           "impl must be 'auto', 'im2col' or 'onednn', got '%s'", impl.c_str());
+Step pick_impl(const KernelCall& c, ConvPass pass, const ConvGeom& g, Step im2col_step, ConvEpilogue epilogue = {}) {
   constexpr int64_t kOneDnnMinInputChannels = 8;
-  if (impl == "im2col" || (impl == "auto" && pass == ConvPass::backward_input && g.c < kOneDnnMinInputChannels))
-    return im2col_step;
-  if (c.in[0].dtype != DType::f32) {
-    if (impl == "onednn") throw DTypeError(format_error(op, "the oneDNN kernels are float32 only, got %s",
-                                                        dtype_name(c.in[0].dtype)));
-    return im2col_step;
-  }
-  Step step = onednn_conv2d_step(pass, g, c.in[0], c.in[1], c.out[0], im2col_step, epilogue);
-  PG_CHECK(step || impl == "auto", op, "oneDNN has no kernel other than its reference one for these shapes");
-  return step ? step : im2col_step;
+  return choose_impl(
+      c, "im2col", im2col_step,
+      [&] { return onednn_conv2d_step(pass, g, c.in[0], c.in[1], c.out[0], im2col_step, epilogue); },
+      pass == ConvPass::backward_input && g.c < kOneDnnMinInputChannels);
 }
 
 }  // namespace
@@ -300,7 +290,7 @@ Step build_conv2d_fwd(const KernelCall& c) {
              dtype_name(b.dtype), b.shape.str().c_str());
     epilogue.bias_buffer = b.buffer;
   }
-  return choose_impl(c, ConvPass::forward, g, dispatch_float(x.dtype, op, [&](auto t) -> Step {
+  return pick_impl(c, ConvPass::forward, g, dispatch_float(x.dtype, op, [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) {
       conv2d_fwd<T>(cview<T>(f, x), cview<T>(f, w), view<T>(f, y), g);
@@ -315,7 +305,7 @@ Step build_conv2d_bwd_input(const KernelCall& c) {
   expect_arity(c, 2, 1);
   const Operand w = c.in[0], dy = c.in[1], dx = c.out[0];
   const ConvGeom g = check_conv_call(c, dx.shape, w.shape, dy.shape);
-  return choose_impl(c, ConvPass::backward_input, g, dispatch_float(w.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+  return pick_impl(c, ConvPass::backward_input, g, dispatch_float(w.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) { conv2d_bwd_input<T>(cview<T>(f, w), cview<T>(f, dy), view<T>(f, dx), g); };
   }));
@@ -325,7 +315,7 @@ Step build_conv2d_bwd_filter(const KernelCall& c) {
   expect_arity(c, 2, 1);
   const Operand x = c.in[0], dy = c.in[1], dw = c.out[0];
   const ConvGeom g = check_conv_call(c, x.shape, dw.shape, dy.shape);
-  return choose_impl(c, ConvPass::backward_filter, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+  return pick_impl(c, ConvPass::backward_filter, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) { conv2d_bwd_filter<T>(cview<T>(f, x), cview<T>(f, dy), view<T>(f, dw), g); };
   }));

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "kernels/conv.h"
+#include "kernels/impl.h"
 #include "pg/parallel.h"
 #include "runtime/kernel.h"
 
@@ -158,28 +159,17 @@ DepthwiseGeom check_depthwise_call(const KernelCall& c, const Shape& x, const Sh
   return g;
 }
 
-// The implementation: attribute "impl" (default "auto"): "direct" runs the loops above, "onednn"
-// oneDNN's grouped convolution (conv_onednn.cc; an error where it does not serve the call), "auto"
-// oneDNN for float32 where it serves the call with an implementation other than its reference one,
-// and the loops above elsewhere (float64, empty operands).
-Step choose_impl(const KernelCall& c, ConvPass pass, const DepthwiseGeom& d, Step direct_step) {
-  const char* op = c.kernel.c_str();
-  const std::string impl = c.attrs.has("impl") ? c.attrs.s("impl", op) : "auto";
-  PG_CHECK(impl == "auto" || impl == "direct" || impl == "onednn", op,
-           "impl must be 'auto', 'direct' or 'onednn', got '%s'", impl.c_str());
-  if (impl == "direct") return direct_step;
-  if (c.in[0].dtype != DType::f32) {
-    if (impl == "onednn") throw DTypeError(format_error(op, "the oneDNN kernels are float32 only, got %s",
-                                                        dtype_name(c.in[0].dtype)));
-    return direct_step;
-  }
-  ConvGeom g{d.n, d.h, d.w, d.c, d.kh, d.kw, d.oc(), d.oh, d.ow, d.sh, d.sw, d.pt, d.pl};
-  g.dh = d.dh;
-  g.dw = d.dw;
-  g.groups = d.c;
-  Step step = onednn_conv2d_step(pass, g, c.in[0], c.in[1], c.out[0], direct_step);
-  PG_CHECK(step || impl == "auto", op, "oneDNN has no kernel other than its reference one for these shapes");
-  return step ? step : direct_step;
+// The implementation (kernels/impl.h): "direct" runs the loops above, "onednn" oneDNN's grouped
+// convolution (conv_onednn.cc), "auto" oneDNN for float32 where it serves the call with an
+// implementation other than its reference one, and the loops above elsewhere (float64, empty operands).
+Step pick_impl(const KernelCall& c, ConvPass pass, const DepthwiseGeom& d, Step direct_step) {
+  return choose_impl(c, "direct", direct_step, [&] {
+    ConvGeom g{d.n, d.h, d.w, d.c, d.kh, d.kw, d.oc(), d.oh, d.ow, d.sh, d.sw, d.pt, d.pl};
+    g.dh = d.dh;
+    g.dw = d.dw;
+    g.groups = d.c;
+    return onednn_conv2d_step(pass, g, c.in[0], c.in[1], c.out[0], direct_step);
+  });
 }
 
 }  // namespace
@@ -188,7 +178,7 @@ Step build_depthwise_conv2d_fwd(const KernelCall& c) {
   expect_arity(c, 2, 1);
   const Operand x = c.in[0], w = c.in[1], y = c.out[0];
   const DepthwiseGeom g = check_depthwise_call(c, x.shape, w.shape, y.shape);
-  return choose_impl(c, ConvPass::forward, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+  return pick_impl(c, ConvPass::forward, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) { depthwise_conv2d_fwd<T>(cview<T>(f, x), cview<T>(f, w), view<T>(f, y), g); };
   }));
@@ -198,7 +188,7 @@ Step build_depthwise_conv2d_bwd_input(const KernelCall& c) {
   expect_arity(c, 2, 1);
   const Operand w = c.in[0], dy = c.in[1], dx = c.out[0];
   const DepthwiseGeom g = check_depthwise_call(c, dx.shape, w.shape, dy.shape);
-  return choose_impl(c, ConvPass::backward_input, g, dispatch_float(w.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+  return pick_impl(c, ConvPass::backward_input, g, dispatch_float(w.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) { depthwise_conv2d_bwd_input<T>(cview<T>(f, w), cview<T>(f, dy), view<T>(f, dx), g); };
   }));
@@ -208,7 +198,7 @@ Step build_depthwise_conv2d_bwd_filter(const KernelCall& c) {
   expect_arity(c, 2, 1);
   const Operand x = c.in[0], dy = c.in[1], dw = c.out[0];
   const DepthwiseGeom g = check_depthwise_call(c, x.shape, dw.shape, dy.shape);
-  return choose_impl(c, ConvPass::backward_filter, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+  return pick_impl(c, ConvPass::backward_filter, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) { depthwise_conv2d_bwd_filter<T>(cview<T>(f, x), cview<T>(f, dy), view<T>(f, dw), g); };
   }));

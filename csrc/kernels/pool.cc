@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/impl.h"
 #include "kernels/pool.h"
 #include "pg/parallel.h"
 #include "pg/scratch.h"
@@ -186,24 +187,10 @@ void expect_same_shape(const char* op, const char* what, const Shape& got, const
            got.str().c_str());
 }
 
-// The implementation: attribute "impl" (default "auto"): "direct" runs the kernels above, "onednn"
-// oneDNN's (pool_onednn.cc; an error where it does not serve the call), "auto" oneDNN for float32
-// where it serves the call and the kernels above elsewhere.
-Step choose_impl(const KernelCall& c, PoolPass pass, const PoolGeom& g, Step direct_step) {
-  const char* op = c.kernel.c_str();
-  const std::string impl = c.attrs.has("impl") ? c.attrs.s("impl", op) : "auto";
-  PG_CHECK(impl == "auto" || impl == "direct" || impl == "onednn", op,
-           "impl must be 'auto', 'direct' or 'onednn', got '%s'", impl.c_str());
-  if (impl == "direct") return direct_step;
-  if (c.in[0].dtype != DType::f32) {
-    if (impl == "onednn") throw DTypeError(format_error(op, "the oneDNN kernels are float32 only, got %s",
-                                                        dtype_name(c.in[0].dtype)));
-    return direct_step;
-  }
-  Step step = onednn_pool_step(pass, g, c.in, c.out[0], direct_step);
-  PG_CHECK(step || impl == "auto", op, "oneDNN has no kernel other than its reference one for input %s",
-           Shape{g.n, g.h, g.w, g.c}.str().c_str());
-  return step ? step : direct_step;
+// The implementation (kernels/impl.h): "direct" runs the kernels above, "onednn" oneDNN's
+// (pool_onednn.cc), "auto" oneDNN for float32 where it serves the call.
+Step pick_impl(const KernelCall& c, PoolPass pass, const PoolGeom& g, Step direct_step) {
+  return choose_impl(c, "direct", direct_step, [&] { return onednn_pool_step(pass, g, c.in, c.out[0], direct_step); });
 }
 
 }  // namespace
@@ -221,7 +208,7 @@ Step build_max_pool_fwd(const KernelCall& c) {
   expect_arity(c, 1, 1);
   const Operand x = c.in[0], y = c.out[0];
   const PoolGeom g = check_pool_call(c, x.shape, y.shape);
-  return choose_impl(c, PoolPass::max_forward, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+  return pick_impl(c, PoolPass::max_forward, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) { max_pool_fwd<T>(cview<T>(f, x), view<T>(f, y), g); };
   }));
@@ -235,7 +222,7 @@ Step build_max_pool_bwd(const KernelCall& c) {
   expect_same_shape(c.kernel.c_str(), "dx", dx.shape, "x", x.shape);
   PG_CHECK(g.h * g.w * g.c < (int64_t{1} << 31), c.kernel.c_str(),
            "images of 2^31 elements or more are not supported, got input %s", x.shape.str().c_str());
-  return choose_impl(c, PoolPass::max_backward, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+  return pick_impl(c, PoolPass::max_backward, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) { max_pool_bwd<T>(cview<T>(f, x), cview<T>(f, dy), view<T>(f, dx), g); };
   }));
@@ -245,7 +232,7 @@ Step build_avg_pool_fwd(const KernelCall& c) {
   expect_arity(c, 1, 1);
   const Operand x = c.in[0], y = c.out[0];
   const PoolGeom g = check_pool_call(c, x.shape, y.shape);
-  return choose_impl(c, PoolPass::avg_forward, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+  return pick_impl(c, PoolPass::avg_forward, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) { avg_pool_fwd<T>(cview<T>(f, x), view<T>(f, y), g); };
   }));
@@ -255,7 +242,7 @@ Step build_avg_pool_bwd(const KernelCall& c) {
   expect_arity(c, 1, 1);
   const Operand dy = c.in[0], dx = c.out[0];
   const PoolGeom g = check_pool_call(c, dx.shape, dy.shape);
-  return choose_impl(c, PoolPass::avg_backward, g, dispatch_float(dy.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+  return pick_impl(c, PoolPass::avg_backward, g, dispatch_float(dy.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) { avg_pool_bwd<T>(cview<T>(f, dy), view<T>(f, dx), g); };
   }));
