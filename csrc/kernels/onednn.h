@@ -10,6 +10,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "pg/parallel.h"
@@ -38,6 +41,32 @@ inline int64_t batch_chunks(int64_t n) {
   return threads <= 1 || n < 2 ? 1 : std::min<int64_t>(threads, n);
 }
 inline int64_t chunk_begin(int64_t n, int64_t chunks, int64_t k) { return n * k / chunks; }
+
+// The primitives of one convolution or pooling by run size (images per run of the batch split), each
+// made once, under a lock, by make(batch); nullptr where oneDNN serves a run size only by its
+// reference kernel.
+template <class P> class RunSizeCache {
+ public:
+  template <class Make> const P* get(int64_t batch, Make make) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(batch);
+    if (it == cache_.end()) it = cache_.emplace(batch, make(batch)).first;
+    return it->second.get();
+  }
+
+  // Makes the primitives of every run size of n images' split for the current thread count; false
+  // if one is not served.
+  template <class Make> bool prepare(int64_t n, Make make) {
+    const int64_t chunks = batch_chunks(n);
+    for (int64_t k = 0; k < chunks; ++k)
+      if (!get(chunk_begin(n, chunks, k + 1) - chunk_begin(n, chunks, k), make)) return false;
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<int64_t, std::unique_ptr<P>> cache_;
+};
 
 // `bytes` of the calling thread's scratch, 64-byte aligned, apart from other Tags' buffers.
 template <class Tag> void* aligned_scratch(size_t bytes) {

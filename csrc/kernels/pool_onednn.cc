@@ -93,18 +93,12 @@ class PoolPrimitives {
 
   // The primitives for `batch` images; nullptr when only the reference implementation serves them.
   const Primitive* get(int64_t batch) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = cache_.find(batch);
-    if (it == cache_.end()) it = cache_.emplace(batch, create(batch)).first;
-    return it->second.get();
+    return cache_.get(batch, [this](int64_t b) { return create(b); });
   }
 
   // The primitives of every run size of the current thread count's split (false if one is not served).
   bool prepare() {
-    const int64_t chunks = batch_chunks(g_.n);
-    for (int64_t k = 0; k < chunks; ++k)
-      if (!get(chunk_begin(g_.n, chunks, k + 1) - chunk_begin(g_.n, chunks, k))) return false;
-    return true;
+    return cache_.prepare(g_.n, [this](int64_t b) { return create(b); });
   }
 
   // Runs the pass on image run [n0, n0 + p.batch). in: the pass's inputs (x; x, y, dy; x; dy).
@@ -212,8 +206,7 @@ class PoolPrimitives {
 
   PoolPass pass_;
   PoolGeom g_;
-  std::mutex mu_;
-  std::map<int64_t, std::unique_ptr<Primitive>> cache_;
+  RunSizeCache<Primitive> cache_;
 };
 
 }  // namespace
