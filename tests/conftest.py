@@ -1,5 +1,5 @@
-"""Shared fixtures: a fresh default graph for every test, the MNIST directory, and TensorFlow as an
-optional peer."""
+"""Shared fixtures: a fresh default graph for every test, the MNIST directory, TensorFlow as an
+optional peer, and one and two threads."""
 import os
 import warnings
 
@@ -12,6 +12,15 @@ import pygrad as tf
 def fresh_graph():
     """Every test builds in a new default graph (test files may override this fixture)."""
     tf.reset_default_graph()
+
+
+@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
+def threads(request):
+    """Runs the test with pygrad's thread count set to 1, then 2 (restored afterwards)."""
+    old = tf.get_num_threads()
+    tf.set_num_threads(request.param)
+    yield request.param
+    tf.set_num_threads(old)
 
 
 MNIST_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",

@@ -81,14 +81,6 @@ def _cases():
 CASES = _cases()
 
 
-@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
-def threads(request):
-    old = tf.get_num_threads()
-    tf.set_num_threads(request.param)
-    yield request.param
-    tf.set_num_threads(old)
-
-
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_onednn_agrees_with_im2col(kernel, threads):
     rng = np.random.default_rng(7)

@@ -18,14 +18,6 @@ SHAPES = [  # (m, n, k): oneDNN's, then thin and the BLAS's (thin, small), then 
 ]
 
 
-@pytest.fixture(params=[1, 2])
-def threads(request):
-    old = tf.get_num_threads()
-    tf.set_num_threads(request.param)
-    yield request.param
-    tf.set_num_threads(old)
-
-
 def product(a, b, ta, tb):
     c = np.empty((a.shape[1] if ta else a.shape[0], b.shape[0] if tb else b.shape[1]), a.dtype)
     _C.call("matmul_fwd", [a, b], [c], {"transpose_a": int(ta), "transpose_b": int(tb)})
