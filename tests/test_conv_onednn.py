@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import pygrad as tf
+from onednn_checks import check_bitwise_repeatable_per_thread_count
 from pygrad import _C
 from pygrad.ops import conv_ops
 from pygrad.ops.conv_ops import _out_size, _pad_before
@@ -110,20 +111,7 @@ def test_default_is_onednn_for_float32(kernel, channels):
 def test_bitwise_repeatable_per_thread_count():
     """An odd batch over 2 threads (two run sizes; the filter gradient adds a partial sum)."""
     conv = Conv(np.random.default_rng(11), 9, 14, 14, 16, 32, 5, 5, 1, 1, "SAME")
-    old = tf.get_num_threads()
-    try:
-        runs = {}
-        for threads in (1, 2, 1, 2):
-            tf.set_num_threads(threads)
-            runs.setdefault(threads, []).append([conv.call(k, "onednn") for k in KERNELS])
-    finally:
-        tf.set_num_threads(old)
-    for first, again in runs.values():
-        for a, b in zip(first, again):
-            np.testing.assert_array_equal(a, b)
-    for kernel, one, two in zip(KERNELS, *[runs[t][0] for t in (1, 2)]):
-        conv.check(kernel, one)
-        conv.check(kernel, two)
+    check_bitwise_repeatable_per_thread_count(conv, KERNELS)
 
 
 def test_thread_count_set_after_the_plan_was_built():

@@ -10,6 +10,7 @@ import pytest
 
 import pygrad as tf
 from gradcheck import check_grad_float32, evaluate
+from onednn_checks import check_bitwise_repeatable_per_thread_count
 from pygrad import _C
 from pygrad.ops.conv_ops import _out_size, _pad_before
 
@@ -143,20 +144,7 @@ def test_nan_and_minus_inf_windows_keep_the_direct_rule(special, threads):
 def test_bitwise_repeatable_per_thread_count():
     """An odd batch over 2 threads (two run sizes), overlapping windows."""
     pool = Pool(np.random.default_rng(31), 9, 14, 14, 16, 3, 3, 2, 2, "SAME")
-    old = tf.get_num_threads()
-    try:
-        runs = {}
-        for threads in (1, 2, 1, 2):
-            tf.set_num_threads(threads)
-            runs.setdefault(threads, []).append([pool.call(k, "onednn") for k in KERNELS])
-    finally:
-        tf.set_num_threads(old)
-    for first, again in runs.values():
-        for a, b in zip(first, again):
-            np.testing.assert_array_equal(a, b)
-    for kernel, one, two in zip(KERNELS, *[runs[t][0] for t in (1, 2)]):
-        pool.check(kernel, one)
-        pool.check(kernel, two)
+    check_bitwise_repeatable_per_thread_count(pool, KERNELS)
 
 
 def test_thread_count_set_after_the_plan_was_built():
