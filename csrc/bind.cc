@@ -9,6 +9,7 @@
 
 #include "pg/crc32c.h"
 #include "pg/parallel.h"
+#include "pg/signals.h"
 #include "runtime/plan.h"
 
 namespace py = pybind11;
@@ -129,6 +130,7 @@ void call_kernel(const std::string& kernel, const py::list& inputs, const py::li
   for (auto h : inputs) add(h, call.in, false);
   for (auto h : outputs) add(h, call.out, true);
   Step step = build_step(call);
+  use_signal_stack();  // as Plan::execute does (pg/signals.h)
   py::gil_scoped_release release;
   step(frame);
 }

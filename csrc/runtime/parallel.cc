@@ -17,6 +17,7 @@
 // processes' threads leave fewer free cores than the pool has threads, loops run inline: a helper
 // would only queue behind them, and the caller wait for it.
 #include "pg/parallel.h"
+#include "pg/signals.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -183,7 +184,11 @@ class Pool {
     for (auto& t : helpers_) t.join();
     helpers_.clear();
     stop_ = false;
-    for (int i = 0; i < wanted_; ++i) helpers_.emplace_back([this] { helper_loop(); });
+    for (int i = 0; i < wanted_; ++i)
+      helpers_.emplace_back([this] {
+        block_async_signals();  // (pg/signals.h)
+        helper_loop();
+      });
   }
 
   std::atomic<uint64_t> state_{0};

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "pg/signals.h"
+
 namespace pg {
 
 namespace {
@@ -110,6 +112,7 @@ int64_t Plan::arena_bytes() const {
 }
 
 void Plan::execute(const void* const* feeds, size_t num_feeds, void* const* outs, size_t num_outs) {
+  use_signal_stack();  // a signal handled while a kernel runs must not land on its stack (pg/signals.h)
   finalize();
   if (num_feeds != feeds_.size() || num_outs != fetches_.size())
     throw std::invalid_argument("Plan::execute: wrong number of feeds or outputs");
