@@ -16,7 +16,7 @@ LAYERS = [
     ("graph", ["pygrad.graph", "pygrad.graph_def"]),
     ("registry", ["pygrad.registry"]),
     ("ops", ["pygrad.ops", "pygrad.ops.*"]),
-    ("gradients", ["pygrad.gradients"]),
+    ("gradients", ["pygrad.gradients", "pygrad.control_flow_grad"]),
     ("lowering", ["pygrad.lowering", "pygrad.host", "pygrad.session_store", "pygrad.fusion"]),
     ("session", ["pygrad.session", "pygrad._run"]),
     ("api", ["pygrad.train", "pygrad.train.*", "pygrad.nn", "pygrad.platform", "pygrad.platform.*", "pygrad.layers", "pygrad.layers.*", "pygrad.losses",
