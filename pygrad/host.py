@@ -40,9 +40,19 @@ class HostContext:
         return self._run(fetches, feed_dict)
 
 
+def call_host(ctx, op, values):
+    """op's host function on its input values (ctx None for a pure value); a HostError becomes
+    InvalidArgumentError naming the op and its site."""
+    try:
+        return op.opdef.host_fn(ctx, op, values)
+    except HostError as e:
+        raise errors.InvalidArgumentError(None, op, op.error(str(e))) from None
+
+
 class Stage:
     """One BETWEEN op: the run before it fetches ``fetches`` (the op's inputs, then the
     ``boundary`` tensors later stages need, then its control inputs as targets)."""
+
     __slots__ = ("op", "fetches", "boundary")
 
     def __init__(self, op, boundary):
@@ -155,9 +165,5 @@ class HostValues:
                 else computed[x]
 
         for op, sources in self.host_ops:
-            try:
-                results = op.opdef.host_fn(None, op, [get(s) for s in sources])  # pure: no context
-            except HostError as e:
-                raise errors.InvalidArgumentError(None, op, op.error(str(e))) from None
-            computed.update(zip(op.outputs, results))
+            computed.update(zip(op.outputs, call_host(None, op, [get(s) for s in sources])))  # pure: no context
         return [get(s) for s in self.fetch_sources]

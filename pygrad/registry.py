@@ -71,8 +71,8 @@ class DTypeRuleError(TypeError):
 
 
 class HostError(ValueError):
-    """A host op's complaint about its input values; the run raises it as InvalidArgumentError
-    naming the op and its site."""
+    """A host function's complaint about its input values; the run raises it as
+    InvalidArgumentError naming the op and its site (host.call_host)."""
 
 
 def fail(message):

@@ -3,7 +3,7 @@ import numpy as np
 
 from pygrad import _C, _run, dtypes, errors
 from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph, session_stack
-from pygrad.host import HostContext, plan_host_run
+from pygrad.host import HostContext, call_host, plan_host_run
 from pygrad.lowering import compile_run, out_of_memory
 from pygrad.ops.indexed_slices import IndexedSlices, IndexedSlicesValue
 from pygrad.registry import MAX_RANK
@@ -183,20 +183,20 @@ class BaseSession:
             feed_tensors, arrays = list(feed_tensors), list(arrays)
             for op in how.binders:
                 feed_tensors.extend(op.outputs)
-                arrays.extend(op.opdef.host_fn(ctx, op, []))
+                arrays.extend(call_host(ctx, op, []))
             for stage in how.stages:
                 op = stage.op
                 values = self._run_with_host_ops(stage.fetches, tuple(feed_tensors), arrays)
                 feed_tensors.extend(op.outputs)
                 arrays.extend(a if a.flags.c_contiguous and a.flags.aligned else a.copy()  # the plan's rule
-                              for a in map(np.asarray, op.opdef.host_fn(ctx, op, values[:len(op.inputs)])))
+                              for a in map(np.asarray, call_host(ctx, op, values[:len(op.inputs)])))
                 feed_tensors.extend(stage.boundary)
                 arrays.extend(np.asarray(v) for v in values[len(op.inputs):len(op.inputs) + len(stage.boundary)])
             feed_tensors = tuple(feed_tensors)
         values = self._run_plan(elements + how.extra, feed_tensors, arrays)
         i = len(elements)
         for op in how.effects:
-            op.opdef.host_fn(ctx, op, values[i:i + len(op.inputs)])
+            call_host(ctx, op, values[i:i + len(op.inputs)])
             i += len(op.inputs)
         return values[:len(elements)]
 
