@@ -10,7 +10,7 @@ import enum
 import numpy as np
 
 from pygrad.graph import Tensor, get_default_graph, reachable, unwrap
-from pygrad.ops import array_ops, control_flow_ops, manip_ops, math_ops, reduction_ops
+from pygrad.ops import array_ops, manip_ops, math_ops, reduction_ops
 from pygrad.ops.indexed_slices import IndexedSlices
 from pygrad.registry import NOT_DIFFERENTIABLE
 
@@ -107,9 +107,6 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                 g = array_ops.zeros_like(x)
             result.append(g)
     return result
-
-
-control_flow_ops.bind_gradients(gradients)  # cond and while_loop gradients are built with it
 
 
 def _sum(gs):

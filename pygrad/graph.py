@@ -45,8 +45,8 @@ class Graph:
         # store numbers its entries this way (see Graph.add_stored_variable).
         self.stored_variables = []
         self.seed = None
-        # Ops the session runs in Python around a plan (registry.HOST_FEED, HOST_CALL, HOST_EFFECT
-        # and tf.Print; see host_runs.py); a graph without them takes Session.run's direct path.
+        # Ops the session runs in Python around a plan (ops with a host stage, which OpDef adds;
+        # see host.py); a graph without them takes Session.run's direct path.
         self.host_ops = []
         self._device = ""  # a string or a function of the op (Graph.device)
         self._finalized = False

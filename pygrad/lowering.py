@@ -22,9 +22,9 @@ from pygrad import _C, errors
 from pygrad.dtypes import MEMORY_BYTES
 from pygrad.fusion import accumulate_read_gradients, elide_loop_copies, fuse, fuse_epilogues
 from pygrad.graph import Operation, reachable
-from pygrad.host_values import HostValues
-from pygrad.registry import (ALIAS, CONST, CUSTOM, FEED, HOST, HOST_CALL, HOST_EFFECT, HOST_FEED, KERNEL, MAX_RANK,
-                             NOOP, VALUE, VARIABLE, DTypeRuleError, RuleError, Spec)
+from pygrad.host import HostValues
+from pygrad.registry import (AFTER, ALIAS, CONST, CUSTOM, FEED, HOST, KERNEL, MAX_RANK, NOOP, VALUE, VARIABLE,
+                             DTypeRuleError, RuleError, Spec)
 from pygrad.shapes import TensorShape
 
 
@@ -141,7 +141,7 @@ def infer_shapes(ops, fed):
         d = op.opdef
         if op.outputs and all(t in fed for t in op.outputs):
             continue
-        if d.lowering in (FEED, HOST_FEED, HOST_CALL):
+        if d.lowering == FEED or d.lowering == HOST and d.host_stage != AFTER:
             raise errors.InvalidArgumentError(None, op, op.error(
                 f"You must feed a value for placeholder tensor '{op.name}' with dtype {op.outputs[0].dtype.name} "
                 f"and shape {op.outputs[0].shape}"))
@@ -283,8 +283,8 @@ class Program:
     """What lower builds: the buffer behind each tensor, and the steps in order. A jump step has
     kernel None and attrs {"target": Label}; loops are the (first, last) steps of each loop, whose
     buffers stay live from one iteration to the next; stacks numbers the per-run stacks. host_ops
-    are the HOST ops in order with, for each input, the operand the plan fetches for it (None: a
-    string input)."""
+    are the pure host values (AFTER ops with outputs: summaries) in order with, for each input, the
+    operand the plan fetches for it (None: a string input)."""
 
     def __init__(self, specs, values, store, in_plan=frozenset()):
         self.specs, self.values, self.store, self.in_plan = specs, values, store, in_plan
@@ -440,7 +440,7 @@ def _lower_op(ctx, op):
     d, program = op.opdef, ctx.program
     kind = d.lowering
     out = op.outputs[0] if op.outputs else None
-    if kind in (FEED, NOOP, HOST_FEED, HOST_EFFECT, HOST_CALL):
+    if kind in (FEED, NOOP) or kind == HOST and not op.outputs:
         return
     if kind == CONST:
         program.buffer_of[out] = Buffer("const", op.attrs["value"])
@@ -463,7 +463,7 @@ def _lower_op(ctx, op):
         ctx.step(d.kernel, ins, outs, attrs)
     elif kind == CUSTOM:
         d.lower_fn(ctx, op)
-    elif kind == HOST:
+    elif kind == HOST:  # a pure value after the plan (the outputs of earlier stages are fed)
         program.host_ops.append((op, [ctx.host_input(t) for t in op.inputs]))
     else:
         raise RuntimeError(f"{op.type}: unknown lowering {kind!r}")

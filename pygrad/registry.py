@@ -13,6 +13,15 @@
     @Softmax.native_attrs             # kernel attributes from the op's attributes and concrete shapes
     def _(attrs, ins, outs):
         return {"axis": attrs["axis"] % len(ins[0].shape.dims)}
+
+An op that runs in Python names its stage in the run (BEFORE, BETWEEN or AFTER the plan) and
+gives the function; per-op Python values (a py_func's function) are attributes it reads:
+
+    PyFunc = OpDef("PyFunc", host=BETWEEN, differentiable=False)
+
+    @PyFunc.host
+    def _(ctx, op, values):           # ctx: state per session, runs in the same session
+        return op.attrs["func"](*values)
 """
 from collections import namedtuple
 
@@ -34,19 +43,17 @@ VARIABLE = "variable"  # the session's variable buffer
 NOOP = "noop"  # no step (groups, no_op)
 VALUE = "value"  # output computed in Python from concrete input shapes (shape, size, rank)
 CUSTOM = "custom"  # OpDef.lower(ctx, op) emits the steps
-# Values computed in Python: a HOST op is a pure function of its inputs' values whose outputs (strings:
-# summaries) live in Python; OpDef.host_fn computes them after the plan ran, the numeric inputs being
-# the plan's fetches (see lowering.HostValues). Ops with effects on the session or on the world are
-# not HOST ops but Graph.host_ops, which the session runs around the plan (host_runs.py): a HOST_FEED
-# op's outputs are bound like feeds before the plan runs (a dataset iterator's next element); a
-# HOST_EFFECT op, a no-op in the plan, acts after it on its inputs' values (an iterator's
-# initializer, tf.print). A HOST_CALL op's outputs are computed in Python from its inputs' values
-# between two plans (tf.py_func; see host_runs.py). Any other op listed in Graph.host_ops acts after
-# the plan as well, and has its own lowering besides (tf.Print is an alias of its input).
-HOST = "host"
-HOST_FEED = "host feed"
-HOST_EFFECT = "host effect"
-HOST_CALL = "host call"
+HOST = "host"  # no step: the op runs in Python, at its host stage (the default of OpDef(host=...))
+
+# When an op that runs in Python runs, relative to the native plan (OpDef(host=...); see host.py).
+# Its OpDef.host function is fn(ctx, op, input values) -> output values, ctx being the run's
+# host.HostContext. The session runs such ops around the plan (they are Graph.host_ops), all but
+# the pure values: an AFTER op with outputs of its own (a summary) is computed in the plan's run,
+# after the plan, on the plan's fetches (host.HostValues), and its function gets no context (None).
+BEFORE = "before"  # outputs bound like feeds before the plan (an iterator's next element)
+BETWEEN = "between"  # outputs computed from its inputs' values between two plans (py_func, where, unique)
+AFTER = "after"  # acts on its inputs' values after the plan (an iterator's initializer, tf.Print, summaries)
+HOST_STAGES = (BEFORE, BETWEEN, AFTER)
 
 # The highest rank the native kernels take (csrc/pg/view.h).
 MAX_RANK = _C.max_rank
@@ -64,8 +71,8 @@ class DTypeRuleError(TypeError):
 
 
 class HostError(ValueError):
-    """A host op's complaint about its input values; the run raises it as InvalidArgumentError
-    naming the op and its site."""
+    """A host function's complaint about its input values; the run raises it as
+    InvalidArgumentError naming the op and its site (host.call_host)."""
 
 
 def fail(message):
@@ -80,12 +87,16 @@ class OpDef:
     all = {}
 
     def __init__(self, type, kernel=None, *, lowering=None, differentiable=True, broadcasting=False,
-                 shape_only_inputs=(), ref_input=None, reads_ref=True, output_is_ref=True, initializes=False):
+                 shape_only_inputs=(), ref_input=None, reads_ref=True, output_is_ref=True, initializes=False,
+                 host=None):
         if type in OpDef.all:
             raise ValueError(f"op type {type} is defined twice")
+        if host not in (None,) + HOST_STAGES:
+            raise ValueError(f"{type}: host stage {host!r} is not one of {HOST_STAGES}")
         self.type = type
         self.kernel = kernel
-        self.lowering = lowering or (KERNEL if kernel else None)
+        self.lowering = lowering or (KERNEL if kernel else HOST if host else None)
+        self.host_stage = host  # when the op runs in Python (BEFORE, BETWEEN, AFTER), or None
         self.differentiable = differentiable
         self.broadcasting = broadcasting  # gradients.py sums input gradients back to the input's shape
         self.ref_input = ref_input  # index of the variable input this op writes in place
@@ -127,8 +138,8 @@ class OpDef:
         return fn
 
     def host(self, fn):
-        """fn(op, input values) -> output values, run in Python after the plan (lowering HOST);
-        it raises HostError for bad values."""
+        """fn(ctx, op, input values) -> output values (None for none), run in Python at the op's
+        host stage; it raises HostError for bad values."""
         self.host_fn = fn
         return fn
 
@@ -168,13 +179,16 @@ class OpDef:
         op = Operation(graph, self, full_name, inputs, attrs,
                        [(s.dtype, s.shape if isinstance(s.shape, TensorShape) else TensorShape(s.shape))
                         for s in specs], site)
+        if self.host_stage is not None and not (self.host_stage == AFTER and self.lowering == HOST and op.outputs):
+            graph.host_ops.append(op)  # the session runs it around the plan (host.plan_host_run)
         if not op.outputs:
             return op
         return op.outputs[0] if len(op.outputs) == 1 else op.outputs
 
 
 def check_registry():
-    """Every op has a shape rule, every differentiable op a gradient, every kernel op a kernel."""
+    """Every op has a shape rule, every differentiable op a gradient, every kernel op a kernel,
+    every host op a host function."""
     kernels = set(_C.kernel_names())
     problems = []
     for t, d in OpDef.all.items():
@@ -190,7 +204,9 @@ def check_registry():
             problems.append(f"{t} has custom lowering but no lower function")
         if d.lowering == VALUE and d.value_fn is None:
             problems.append(f"{t} is computed from shapes but has no value function")
-        if d.lowering == HOST and d.host_fn is None:
-            problems.append(f"{t} is computed on the host but has no host function")
+        if d.lowering == HOST and d.host_stage is None:
+            problems.append(f"{t} is lowered as a host op but has no host stage")
+        if d.host_stage is not None and d.host_fn is None:
+            problems.append(f"{t} runs on the host but has no host function")
     if problems:
         raise RuntimeError("pygrad op registry is inconsistent:\n  " + "\n  ".join(problems))

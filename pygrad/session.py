@@ -3,8 +3,8 @@ import numpy as np
 
 from pygrad import _C, _run, dtypes, errors
 from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph, session_stack
+from pygrad.host import HostContext, call_host, plan_host_run
 from pygrad.lowering import compile_run, out_of_memory
-from pygrad.host_runs import plan_host_run
 from pygrad.ops.indexed_slices import IndexedSlices, IndexedSlicesValue
 from pygrad.registry import MAX_RANK
 from pygrad.session_store import SessionStore
@@ -65,7 +65,8 @@ class BaseSession:
         self._store = SessionStore(self.graph)
         self._plans = {}
         self._plan_bytes = 0  # what the cached plans own
-        self._host_runs = {}  # (elements, feed tensors) -> host_runs.HostRun
+        self._host_runs = {}  # (elements, feed tensors) -> host.HostRun
+        self._host = None  # the HostContext its host ops get, made at the first run that has them
         self._closed = False
         threads = getattr(config, "intra_op_parallelism_threads", 0)
         if threads:  # pygrad's thread count is one for the process (tf.set_num_threads)
@@ -168,31 +169,34 @@ class BaseSession:
         return errors.InvalidArgumentError(None, op, op.error(str(e)))
 
     def _run_with_host_ops(self, elements, feed_tensors, arrays):
-        """A run of a graph with ops Python runs around the plan (see host_runs.py)."""
+        """A run of a graph with ops Python runs around the plan (see host.py)."""
         sig = (elements, feed_tensors)
         how = self._host_runs.get(sig)
         if how is None:
             how = self._host_runs[sig] = plan_host_run(self.graph, elements, feed_tensors)
             if len(self._host_runs) > PLAN_CACHE_ENTRIES:
                 del self._host_runs[next(iter(self._host_runs))]
+        if self._host is None:
+            self._host = HostContext(self.run)
+        ctx = self._host
         if how.binders or how.stages:
             feed_tensors, arrays = list(feed_tensors), list(arrays)
             for op in how.binders:
                 feed_tensors.extend(op.outputs)
-                arrays.extend(op.attrs["host"](self, op, []))
+                arrays.extend(call_host(ctx, op, []))
             for stage in how.stages:
                 op = stage.op
                 values = self._run_with_host_ops(stage.fetches, tuple(feed_tensors), arrays)
                 feed_tensors.extend(op.outputs)
                 arrays.extend(a if a.flags.c_contiguous and a.flags.aligned else a.copy()  # the plan's rule
-                              for a in map(np.asarray, op.attrs["host"](self, op, values[:len(op.inputs)])))
+                              for a in map(np.asarray, call_host(ctx, op, values[:len(op.inputs)])))
                 feed_tensors.extend(stage.boundary)
                 arrays.extend(np.asarray(v) for v in values[len(op.inputs):len(op.inputs) + len(stage.boundary)])
             feed_tensors = tuple(feed_tensors)
         values = self._run_plan(elements + how.extra, feed_tensors, arrays)
         i = len(elements)
         for op in how.effects:
-            op.attrs["host"](self, op, values[i:i + len(op.inputs)])
+            call_host(ctx, op, values[i:i + len(op.inputs)])
             i += len(op.inputs)
         return values[:len(elements)]
 

@@ -5,7 +5,8 @@ one per component of its structure (``pygrad.nest``). Tensors of the graph a dat
 (a placeholder given to ``from_tensor_slices``, a tensor-valued ``batch_size``) are its captures:
 an iterator's initializer gets their values from the run that initializes it. Functions given to
 ``map`` and ``filter`` are traced once into the graph on placeholders and run per element in the
-session that owns the iterator, so they may use any op, variable or captured tensor.
+session that owns the iterator (through the run's host context), so they may use any op, variable
+or captured tensor.
 """
 import numpy as np
 
@@ -449,18 +450,17 @@ class _TakeSkipDataset(_Unary):
 class _CacheDataset(_Unary):
     def __init__(self, input_dataset):
         super().__init__(input_dataset, input_dataset._specs, input_dataset._structure)
-        self._cache = {}  # session -> the complete first pass
 
     def _elements(self, ctx):
-        cached = self._cache.get(ctx.session)
-        if cached is not None:
-            yield from cached
+        cache = ctx.host.state(self, dict)  # this session's complete first pass, under "elements"
+        if "elements" in cache:
+            yield from cache["elements"]
             return
         seen = []
         for element in self._input._elements(ctx):
             seen.append(element)
             yield element
-        self._cache[ctx.session] = seen
+        cache["elements"] = seen
 
 
 class _ConcatenateDataset(Dataset):
@@ -483,7 +483,8 @@ class _ConcatenateDataset(Dataset):
 
 class _Traced:
     """A function of a dataset's element, traced once into the graph on placeholders; called per
-    element by running its outputs in the iterating session with the element fed."""
+    element by running its outputs in the iterating session with the element fed (a run of the
+    host context)."""
 
     def __init__(self, fn, input_dataset, what):
         graph = get_default_graph()
@@ -496,7 +497,7 @@ class _Traced:
         self.what = what
 
     def __call__(self, ctx, element):
-        return ctx.session.run(self.outputs, dict(zip(self.inputs, element)))
+        return ctx.host.run(self.outputs, dict(zip(self.inputs, element)))
 
 
 class _MapDataset(_Unary):

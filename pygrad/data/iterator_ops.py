@@ -3,12 +3,11 @@ iterating it.
 
 ``get_next()`` adds an IteratorGetNext op (pygrad/ops/data_ops.py); each run that needs it takes
 the next element of the session's pipeline and binds it like a feed. Iterators are per session,
-as TF's iterator resources are: a one-shot iterator starts its pipeline in a session on first use,
-an initializable one when its initializer runs there (again on every run of the initializer).
+as TF's iterator resources are (state the run's host context keeps per session): a one-shot
+iterator starts its pipeline in a session on first use, an initializable one when its initializer
+runs there (again on every run of the initializer).
 At the end of the data, a run raises ``tf.errors.OutOfRangeError`` and the session stays usable.
 """
-import weakref
-
 import numpy as np
 
 from pygrad import dtypes, errors, nest
@@ -19,15 +18,26 @@ _END = object()  # a pipeline that has run out
 
 
 class PipelineContext:
-    """What iterating a dataset needs: the session (it runs traced functions) and the values the
-    initializing run computed for the tensors the dataset captured."""
+    """What iterating a dataset needs: the run's host context (state per session; runs of traced
+    functions in the session) and the values the initializing run computed for the tensors the
+    dataset captured."""
 
-    def __init__(self, session, captured):
-        self.session = session
+    def __init__(self, host, captured):
+        self.host = host  # host.HostContext
         self.captured = captured  # {tensor: value}
 
     def value(self, x):
         return self.captured[x] if x in self.captured else x
+
+
+class _Pipeline:
+    """An iterator's state in one session: its generator of elements, _END once it has run out,
+    or None before it starts."""
+
+    __slots__ = ("elements",)
+
+    def __init__(self):
+        self.elements = None
 
 
 def _feedable(value, dtype):
@@ -44,7 +54,6 @@ class Iterator:
     def __init__(self, specs, structure):
         self._specs = list(specs)  # (DType, TensorShape) per flat component
         self._structure = structure
-        self._pipelines = weakref.WeakKeyDictionary()  # session -> generator of elements, or _END
         self._one_shot_dataset = None
         self._initializer = None
 
@@ -101,8 +110,8 @@ class Iterator:
                                 f"with output shapes {dataset.output_shapes}.")
         captures = dataset._all_captures()
 
-        def start(session, op, values):
-            self._start(session, dataset, dict(zip(captures, values)))
+        def start(ctx, values):
+            self._start(ctx, dataset, dict(zip(captures, values)))
 
         return data_ops.make_iterator(start, captures, name=name)
 
@@ -112,24 +121,23 @@ class Iterator:
         outs = data_ops.iterator_get_next(self._next, self._specs, name=name)
         return nest.pack_sequence_as(self._structure, outs)
 
-    # ---- running (called by the session) ----
-    def _start(self, session, dataset, captured):
-        self._pipelines[session] = dataset._elements(PipelineContext(session, captured))
+    # ---- running (called by the ops' host functions) ----
+    def _start(self, ctx, dataset, captured):
+        ctx.state(self, _Pipeline).elements = dataset._elements(PipelineContext(ctx, captured))
 
-    def _next(self, session, op, values):
-        pipeline = self._pipelines.get(session)
-        if pipeline is None:
+    def _next(self, ctx, op):
+        state = ctx.state(self, _Pipeline)
+        if state.elements is None:
             dataset = self._one_shot_dataset
             if dataset is None:
                 raise errors.FailedPreconditionError(None, op, op.error(
                     "GetNext() failed because the iterator has not been initialized. Ensure that you have run "
                     "the initializer operation for this iterator before getting the next element."))
             captures = dataset._all_captures()
-            self._start(session, dataset, dict(zip(captures, session.run(captures))) if captures else {})
-            pipeline = self._pipelines[session]
-        element = next(pipeline, _END) if pipeline is not _END else _END
+            self._start(ctx, dataset, dict(zip(captures, ctx.run(captures))) if captures else {})
+        element = next(state.elements, _END) if state.elements is not _END else _END
         if element is _END:
-            self._pipelines[session] = _END
+            state.elements = _END
             raise errors.OutOfRangeError(None, op, op.error("End of sequence"))
         return [_feedable(v, d) for v, (d, _) in zip(element, self._specs)]
 

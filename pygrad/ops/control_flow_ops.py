@@ -8,8 +8,9 @@ predicate and jumps over the other branch; a loop evaluates its condition, jumps
 false, runs its body, copies the body's results into the loop variables and jumps back. A hidden
 int32 loop variable counts the iterations (the trip count is output 0 of While).
 
-Gradients follow TF1's design. The gradient of a cond is a cond on the same predicate whose
-branches hold each branch's gradient. The gradient of a loop is a loop that runs the trip count,
+Gradients follow TF1's design (their rules are in pygrad/control_flow_grad.py, which builds them
+with tf.gradients). The gradient of a cond is a cond on the same predicate whose branches hold each
+branch's gradient. The gradient of a loop is a loop that runs the trip count,
 each iteration computing the gradient of one forward iteration: the values it needs from the
 forward body (Region.pops) are pushed onto per-run stacks by the forward loop and popped, in
 reverse, by the backward one; the gradients of the captured tensors are summed over iterations.
@@ -21,14 +22,6 @@ from pygrad.graph import Tensor, get_default_graph, unwrap
 from pygrad.ops import array_ops, math_ops
 from pygrad.registry import CUSTOM, NOOP, OpDef, Spec
 from pygrad.shapes import TensorShape, as_shape
-
-# tf.gradients, bound by pygrad.gradients (a higher layer): loop and cond gradients are built with it.
-_GRADIENTS = []
-
-
-def bind_gradients(fn):
-    _GRADIENTS[:] = [fn]
-
 
 class Region:
     """Where ops of a cond's branch ("branch") or a loop's condition or body ("loop") are built.
@@ -180,30 +173,6 @@ def _(ctx, op):
     ctx.place(end)
 
 
-@If.grad
-def _(op, *dys):
-    captures = [(k, t) for k, t in enumerate(op.inputs) if k > 0 and t.dtype.is_floating]
-    pairs = [(i, dy) for i, dy in enumerate(dys) if dy is not None and op.outputs[i].dtype.is_floating]
-    result = [None] * len(op.inputs)
-    if not captures or not pairs:
-        return result
-
-    def branch(region):
-        def fn():
-            xs = [t for _, t in captures]
-            gs = _GRADIENTS[0]([region.outputs[i] for i, _ in pairs], xs, grad_ys=[dy for _, dy in pairs],
-                               stop_gradients=xs)
-            return [g if g is not None else array_ops.zeros_like(x) for g, x in zip(gs, xs)]
-        return fn
-
-    true_region, false_region = op.attrs["regions"]
-    grads, _ = _build_cond(op.inputs[0], branch(true_region), branch(false_region), "cond_grad",
-                        forward=(true_region, false_region), after=op)
-    for (k, _), g in zip(captures, grads):
-        result[k] = g
-    return result
-
-
 def _as_output(value, what):
     value = unwrap(value)
     if isinstance(value, Tensor):
@@ -343,40 +312,6 @@ def _(ctx, op):
     ctx.jump(top)
     ctx.loop(first)
     ctx.place(done)
-
-
-@While.grad
-def _(op, *dys):
-    n = op.attrs["n_vars"]
-    result = [None] * len(op.inputs)
-    if not op.attrs["back_prop"]:
-        return result
-    body = op.attrs["regions"][1]
-    flt = [i for i in range(1, n) if op.outputs[i].dtype.is_floating]
-    captures = [(k, t) for k, t in enumerate(op.inputs) if k >= n and t.dtype.is_floating]
-    if not flt and not captures:
-        return result
-    g0 = [dys[i] if dys[i] is not None else array_ops.zeros_like(op.outputs[i]) for i in flt]
-    acc0 = [array_ops.zeros_like(t) for _, t in captures]
-    trips = op.outputs[0]
-    xs = [body.placeholders[i] for i in flt] + [t for _, t in captures]
-
-    def grad_body(j, gs, accs):
-        grads = _GRADIENTS[0]([body.outputs[i] for i in flt], xs, grad_ys=list(gs),
-                              stop_gradients=[t for _, t in captures])
-        new_gs = [g if g is not None else array_ops.zeros_like(x) for g, x in zip(grads[:len(flt)], gs)]
-        new_accs = [acc if g is None else math_ops.add(acc, g) for g, acc in zip(grads[len(flt):], accs)]
-        return j + 1, new_gs, new_accs
-
-    outs, _ = _build_while(lambda j, gs, accs: math_ops.less(j, trips), grad_body,
-                        [array_ops.constant(0, dtypes.int32), g0, acc0], None, None, "while_grad", True,
-                        forward=body, after=op)
-    flat = outs[2:]  # (trip count, j, the gradients, the sums)
-    for i, g in zip(flt, flat[:len(flt)]):
-        result[i] = g
-    for (k, _), g in zip(captures, flat[len(flt):]):
-        result[k] = g
-    return result
 
 
 def _is_tensor_array(v):

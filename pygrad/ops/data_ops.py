@@ -2,40 +2,47 @@
 (pygrad/data/).
 
 IteratorGetNext's outputs are one element of a dataset: before a run that needs them, the session
-takes the next element and binds its arrays like fed values (registry.HOST_FEED), so the plan sees
+takes the next element and binds its arrays like fed values (host stage BEFORE), so the plan sees
 feeds. MakeIterator (an iterator's initializer) starts a pipeline after the plan has computed the
-tensors the dataset captured, such as a placeholder's value (registry.HOST_EFFECT). Each op's
-``host`` attribute is the Python callable the session calls: ``host(session, op, input_values)``.
+tensors the dataset captured, such as a placeholder's value (host stage AFTER). Each op's
+attributes hold the iterator's Python callable its host function calls with the run's context:
+``next_element(ctx, op)`` and ``start(ctx, input_values)``.
 """
-from pygrad.registry import HOST_EFFECT, HOST_FEED, OpDef, Spec
+from pygrad.registry import AFTER, BEFORE, OpDef, Spec
 
-IteratorGetNext = OpDef("IteratorGetNext", lowering=HOST_FEED, differentiable=False)
+IteratorGetNext = OpDef("IteratorGetNext", host=BEFORE, differentiable=False)
 
 
 @IteratorGetNext.shape
-def _(*, host, specs):
+def _(*, next_element, specs):
     return [Spec(dtype, shape) for dtype, shape in specs]
 
 
-MakeIterator = OpDef("MakeIterator", lowering=HOST_EFFECT, differentiable=False)
+@IteratorGetNext.host
+def _(ctx, op, values):
+    return op.attrs["next_element"](ctx, op)
+
+
+MakeIterator = OpDef("MakeIterator", host=AFTER, differentiable=False)
 
 
 @MakeIterator.shape
-def _(*captured, host):
+def _(*captured, start):
     return []
 
 
-def iterator_get_next(host, specs, name=None):
-    """The element tensors (a list, one per (dtype, TensorShape) of specs) that host(session, op, [])
-    returns as arrays for each run that needs them."""
-    outs = IteratorGetNext(host=host, specs=list(specs), name=name or "IteratorGetNext")
-    op = outs.op if hasattr(outs, "op") else outs[0].op
-    op.graph.host_ops.append(op)
-    return list(op.outputs)
+@MakeIterator.host
+def _(ctx, op, values):
+    op.attrs["start"](ctx, values)
 
 
-def make_iterator(host, captured, name=None):
-    """An op that, when run, calls host(session, op, values of captured) after the plan."""
-    op = MakeIterator(*captured, host=host, name=name or "MakeIterator")
-    op.graph.host_ops.append(op)
-    return op
+def iterator_get_next(next_element, specs, name=None):
+    """The element tensors (a list, one per (dtype, TensorShape) of specs) that
+    next_element(ctx, op) returns as arrays for each run that needs them."""
+    outs = IteratorGetNext(next_element=next_element, specs=list(specs), name=name or "IteratorGetNext")
+    return [outs] if hasattr(outs, "op") else list(outs)
+
+
+def make_iterator(start, captured, name=None):
+    """An op that, when run, calls start(ctx, values of captured) after the plan."""
+    return MakeIterator(*captured, start=start, name=name or "MakeIterator")

@@ -1,26 +1,27 @@
 """Ops whose output sizes depend on the values of their inputs: tf.where(condition) with one
 argument (the coordinates of the true elements) and tf.unique. A plan's shapes are fixed when it is
-built, so these are HOST_CALL ops (see host_runs.py): the run computes their inputs, the op runs
-in Python on NumPy arrays with TensorFlow's semantics, and its outputs are fed to the rest of the
-run, whose plan is built for their sizes. tf.boolean_mask of a computed mask is TF's own
+built, so these are host ops of stage BETWEEN (see host.py): the run computes their inputs, the op
+runs in Python on NumPy arrays with TensorFlow's semantics, and its outputs are fed to the rest of
+the run, whose plan is built for their sizes. tf.boolean_mask of a computed mask is TF's own
 construction on top: a gather of the positions tf.where finds. Neither op has a gradient in TF.
 """
 import numpy as np
 
 from pygrad import dtypes
 from pygrad.ops.array_ops import convert_to_tensor
-from pygrad.registry import HOST_CALL, OpDef, Spec, fail, fail_dtype
+from pygrad.registry import BETWEEN, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape
 
-WhereOp = OpDef("Where", lowering=HOST_CALL, differentiable=False)
+WhereOp = OpDef("Where", host=BETWEEN, differentiable=False)
 
 
 @WhereOp.shape
-def _(condition, *, host):
+def _(condition):
     return Spec(dtypes.int64, TensorShape([None, condition.shape.ndims]))
 
 
-def _where(session, op, values):
+@WhereOp.host
+def _(ctx, op, values):
     c = np.asarray(values[0])
     return [np.argwhere(c if c.dtype == np.bool_ else c != 0).astype(np.int64)]  # row-major order, as TF
 
@@ -30,16 +31,14 @@ def where_true(condition, name=None):
     c = convert_to_tensor(condition)
     if c.shape.ndims is None:
         raise WhereOp.error(f"condition {c.shape} must have a known rank", name)
-    out = WhereOp(c, host=_where, name=name or "Where")
-    out.graph.host_ops.append(out.op)
-    return out
+    return WhereOp(c, name=name or "Where")
 
 
-UniqueOp = OpDef("Unique", lowering=HOST_CALL, differentiable=False)
+UniqueOp = OpDef("Unique", host=BETWEEN, differentiable=False)
 
 
 @UniqueOp.shape
-def _(x, *, host, out_idx):
+def _(x, *, out_idx):
     if x.shape.ndims not in (None, 1):
         fail(f"unique expects a 1D vector, got shape {x.shape}")
     if out_idx not in (dtypes.int32, dtypes.int64):
@@ -57,16 +56,14 @@ def unique_values(v, out_idx):
     return v[np.sort(first)], rank[inverse.reshape(-1)].astype(out_idx.np)
 
 
+@UniqueOp.host
+def _(ctx, op, values):
+    v = np.asarray(values[0])
+    if v.ndim != 1:
+        raise ValueError(f"unique expects a 1D vector, got shape {v.shape}")
+    y, idx = unique_values(v, op.attrs["out_idx"])
+    return [np.ascontiguousarray(y), idx]
+
+
 def computed_unique(x, out_idx, name=None):
-    x = convert_to_tensor(x)
-
-    def host(session, op, values):
-        v = np.asarray(values[0])
-        if v.ndim != 1:
-            raise ValueError(f"unique expects a 1D vector, got shape {v.shape}")
-        y, idx = unique_values(v, out_idx)
-        return [np.ascontiguousarray(y), idx]
-
-    y, idx = UniqueOp(x, host=host, out_idx=out_idx, name=name or "Unique")
-    y.graph.host_ops.append(y.op)
-    return y, idx
+    return UniqueOp(convert_to_tensor(x), out_idx=out_idx, name=name or "Unique")

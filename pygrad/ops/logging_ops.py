@@ -1,8 +1,9 @@
 """tf.Print and tf.print: printing tensor values while a graph runs.
 
-Both are ops the session runs in Python after the plan (see graph.host_ops): the plan computes the
-values to print, then the op's ``host`` callable writes them to stderr, as TF's kernels do.
-tf.Print's output is its first input (an alias in the plan), so it sits on a data path.
+Both are host ops of stage AFTER (see host.py): the plan computes the values to print, then the
+op's host function writes them to stderr, as TF's kernels do. tf.Print's output is its first input
+(an alias in the plan), so it sits on a data path; how many times it has printed is state the
+run's host context keeps per session, as TF keeps it in the session's kernel.
 """
 import sys
 
@@ -10,13 +11,13 @@ import numpy as np
 
 from pygrad.graph import Tensor
 from pygrad.ops.array_ops import convert_to_tensor
-from pygrad.registry import ALIAS, HOST_EFFECT, OpDef, Spec
+from pygrad.registry import AFTER, ALIAS, OpDef, Spec
 
-PrintOp = OpDef("Print", lowering=ALIAS)
+PrintOp = OpDef("Print", lowering=ALIAS, host=AFTER)
 
 
 @PrintOp.shape
-def _(x, *data, host):
+def _(x, *data, message, first_n, summarize):
     return Spec(x.dtype, x.shape)
 
 
@@ -78,32 +79,40 @@ def summarize_v1(value, summarize):
     return "".join(out) + ("..." if flat.size > limit else "")
 
 
+class _Printed:
+    """How many more times a tf.Print op prints in a session (-1: always)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, first_n):
+        self.left = first_n
+
+
+@PrintOp.host
+def _(ctx, op, values):
+    printed = ctx.state(op, lambda: _Printed(op.attrs["first_n"]))
+    if printed.left == 0:
+        return
+    printed.left -= 1 if printed.left > 0 else 0
+    summarize = op.attrs["summarize"]
+    sys.stderr.write(op.attrs["message"] + "".join(f"[{summarize_v1(v, summarize)}]" for v in values[1:]) + "\n")
+    sys.stderr.flush()
+
+
 def Print(input_, data, message=None, first_n=None, summarize=None, name=None):  # noqa: N802 (TF's name)
     """Returns input_; each time it is computed (the first first_n times), writes message and the
     values of data (each summarized to `summarize` elements, 3 by default) to stderr."""
     x = convert_to_tensor(input_)
     data = [convert_to_tensor(d) for d in (data or [])]
-    message = message or ""
-    summarize = 3 if summarize is None else summarize
-    state = {"left": -1 if first_n is None else first_n}
-
-    def host(session, op, values):
-        if state["left"] == 0:
-            return
-        state["left"] -= 1 if state["left"] > 0 else 0
-        sys.stderr.write(message + "".join(f"[{summarize_v1(v, summarize)}]" for v in values[1:]) + "\n")
-        sys.stderr.flush()
-
-    out = PrintOp(x, *data, host=host, name=name or "Print")
-    out.graph.host_ops.append(out.op)
-    return out
+    return PrintOp(x, *data, message=message or "", first_n=-1 if first_n is None else first_n,
+                   summarize=3 if summarize is None else summarize, name=name or "Print")
 
 
-PrintV2 = OpDef("PrintV2", lowering=HOST_EFFECT, differentiable=False)
+PrintV2 = OpDef("PrintV2", host=AFTER, differentiable=False)
 
 
 @PrintV2.shape
-def _(*inputs, host):
+def _(*inputs, parts, output_stream, summarize, sep, end):
     return []
 
 
@@ -118,6 +127,22 @@ def _format_v2(value, summarize):
                            formatter={"all": lambda v: _element(v)})
 
 
+@PrintV2.host
+def _(ctx, op, values):
+    a = op.attrs
+    it = iter(values)
+    text = a["sep"].join(_format_v2(next(it), a["summarize"]) if p is None else p for p in a["parts"])
+    stream = sys.stderr if a["output_stream"] is None else a["output_stream"]
+    if isinstance(stream, str):  # TF's "file://path" or "stderr"/"stdout"
+        if stream.startswith("file://"):
+            with open(stream[len("file://"):], "a") as f:
+                f.write(text + a["end"])
+            return
+        stream = {"stderr": sys.stderr, "stdout": sys.stdout}[stream]
+    stream.write(text + a["end"])
+    stream.flush()
+
+
 def print(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=None):  # noqa: A001
     """tf.print: an op that writes its inputs (tensors, or Python values printed as they are) to
     output_stream (sys.stderr by default) when run, numpy-style with `summarize` elements at each
@@ -125,20 +150,6 @@ def print(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=None
     parts = [convert_to_tensor(x) if isinstance(x, Tensor) or hasattr(x, "_as_graph_element") or
              isinstance(x, np.ndarray) else x for x in inputs]
     tensors = [p for p in parts if isinstance(p, Tensor)]
-
-    def host(session, op, values):
-        it = iter(values)
-        text = sep.join(_format_v2(next(it), summarize) if isinstance(p, Tensor) else str(p) for p in parts)
-        stream = sys.stderr if output_stream is None else output_stream
-        if isinstance(stream, str):  # TF's "file://path" or "stderr"/"stdout"
-            if stream.startswith("file://"):
-                with open(stream[len("file://"):], "a") as f:
-                    f.write(text + end)
-                return
-            stream = {"stderr": sys.stderr, "stdout": sys.stdout}[stream]
-        stream.write(text + end)
-        stream.flush()
-
-    op = PrintV2(*tensors, host=host, name=name or "PrintV2")
-    op.graph.host_ops.append(op)
-    return op
+    # parts: the Python values' text, None where a tensor's value goes
+    return PrintV2(*tensors, parts=[None if isinstance(p, Tensor) else str(p) for p in parts],
+                   output_stream=output_stream, summarize=summarize, sep=sep, end=end, name=name or "PrintV2")

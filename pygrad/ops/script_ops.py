@@ -1,23 +1,23 @@
 """tf.py_func / tf.numpy_function: a Python function of NumPy arrays as an op of the graph.
 
-The op's outputs are computed in Python between two plans of the run (registry.HOST_CALL; see
-host_runs.py): the run computes the inputs, calls the function, and feeds what it returns to the
-rest. Its outputs' shapes are unknown until it runs, as in TF (set_shape states them). TF's rules:
-each returned value must have its declared dtype exactly, and an exception in the function becomes
-the tf.errors class TF maps it to.
+The op's outputs are computed in Python between two plans of the run (host stage BETWEEN; see
+host.py): the run computes the inputs, calls the function (the op's ``func`` attribute), and feeds
+what it returns to the rest. Its outputs' shapes are unknown until it runs, as in TF (set_shape
+states them). TF's rules: each returned value must have its declared dtype exactly, and an
+exception in the function becomes the tf.errors class TF maps it to.
 """
 import numpy as np
 
 from pygrad import dtypes, errors
 from pygrad.ops.array_ops import convert_to_tensor
-from pygrad.registry import HOST_CALL, OpDef, Spec
+from pygrad.registry import BETWEEN, OpDef, Spec
 from pygrad.shapes import TensorShape
 
-PyFunc = OpDef("PyFunc", lowering=HOST_CALL, differentiable=False)
+PyFunc = OpDef("PyFunc", host=BETWEEN, differentiable=False)
 
 
 @PyFunc.shape
-def _(*inputs, host, Tout):
+def _(*inputs, func, Tout):
     return [Spec(d, TensorShape(None)) for d in Tout]
 
 
@@ -26,7 +26,9 @@ _EXCEPTIONS = [((ValueError, TypeError), errors.InvalidArgumentError), (StopIter
                (MemoryError, errors.ResourceExhaustedError), (NotImplementedError, errors.UnimplementedError)]
 
 
-def _call(func, op, values, tout):
+@PyFunc.host
+def _(ctx, op, values):
+    func, tout = op.attrs["func"], op.attrs["Tout"]
     try:
         result = func(*[np.asarray(v) if not isinstance(v, np.ndarray) else v for v in values])
     except Exception as e:  # noqa: BLE001 (every exception becomes a tf.errors class, as in TF)
@@ -52,14 +54,10 @@ def py_func(func, inp, Tout, stateful=True, name=None):  # noqa: N803 (TF's argu
     single = not isinstance(Tout, (list, tuple))
     tout = [dtypes.as_dtype(t) for t in ([Tout] if single else Tout)]
     inputs = [convert_to_tensor(x) for x in (inp or [])]
-    outs = PyFunc(*inputs, host=lambda session, op, values: _call(func, op, values, tout), Tout=tout,
-                  name=name or "PyFunc")
-    op = outs if not tout else (outs.op if single or len(tout) == 1 else outs[0].op)
-    op.graph.host_ops.append(op)
-    if not tout:
-        return op
-    result = list(op.outputs)
-    return result[0] if single else result
+    outs = PyFunc(*inputs, func=func, Tout=tout, name=name or "PyFunc")
+    if not tout or single:
+        return outs
+    return [outs] if len(tout) == 1 else list(outs)
 
 
 numpy_function = py_func

@@ -1,8 +1,9 @@
 """Summary ops: each yields a scalar string tensor holding a serialized `Summary` protocol buffer,
 built as TensorFlow's kernels build it (kernels/summary_op.cc, summary_image_op.cc,
-summary_audio_op.cc, summary_tensor_op.cc). They are host ops (lowering HOST): the plan computes
-their numeric inputs and returns them with the run's fetches, and the summary is encoded in Python
-after the plan ran, so `sess.run([train_op, merged])` is still one native run.
+summary_audio_op.cc, summary_tensor_op.cc). They are host ops of stage AFTER, pure values: the
+plan computes their numeric inputs and returns them with the run's fetches, and the summary is
+encoded in Python after the plan ran (host.HostValues), so `sess.run([train_op, merged])` is still
+one native run.
 
 The wrappers are TF1's `tf.summary.*` (tags from the name scope, `family`, the SUMMARIES
 collection) and the older `tf.scalar_summary`, ... (tags used as given).
@@ -16,7 +17,7 @@ from pygrad.graph import GraphKeys, get_default_graph
 from pygrad.messages import Summary, SummaryMetadata, tensor_proto
 from pygrad.ops import summary_encoding as enc
 from pygrad.ops.array_ops import constant, convert_to_tensor
-from pygrad.registry import HOST, HostError, OpDef, Spec, fail, fail_dtype
+from pygrad.registry import AFTER, HostError, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape
 
 _REAL = frozenset(("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16"))
@@ -48,7 +49,7 @@ def _tag(value):
 
 # ---------------------------------------------------------------- ScalarSummary
 
-ScalarSummary = OpDef("ScalarSummary", lowering=HOST, differentiable=False)
+ScalarSummary = OpDef("ScalarSummary", host=AFTER, differentiable=False)
 
 
 @ScalarSummary.shape
@@ -62,7 +63,7 @@ def _(tags, values):
 
 
 @ScalarSummary.host
-def _(op, ins):
+def _(ctx, op, ins):
     tags, values = np.asarray(ins[0]), np.asarray(ins[1])
     if tags.shape != values.shape:
         single = f" (tag '{_tag(tags.reshape(-1)[0])}')" if tags.size == 1 else ""
@@ -74,7 +75,7 @@ def _(op, ins):
 
 # ---------------------------------------------------------------- HistogramSummary
 
-HistogramSummary = OpDef("HistogramSummary", lowering=HOST, differentiable=False)
+HistogramSummary = OpDef("HistogramSummary", host=AFTER, differentiable=False)
 
 
 @HistogramSummary.shape
@@ -86,7 +87,7 @@ def _(tag, values):
 
 
 @HistogramSummary.host
-def _(op, ins):
+def _(ctx, op, ins):
     values = np.asarray(ins[1]).astype(np.float64)
     bad = ~np.isfinite(values)
     if bad.any():
@@ -98,7 +99,7 @@ def _(op, ins):
 
 # ---------------------------------------------------------------- ImageSummary
 
-ImageSummary = OpDef("ImageSummary", lowering=HOST, differentiable=False)
+ImageSummary = OpDef("ImageSummary", host=AFTER, differentiable=False)
 _IMAGE_DTYPES = ("uint8", "float16", "float32", "float64")
 
 
@@ -115,7 +116,7 @@ def _(tag, tensor, *, max_images, bad_color):
 
 
 @ImageSummary.host
-def _(op, ins):
+def _(ctx, op, ins):
     images = np.asarray(ins[1])
     if images.ndim != 4 or images.shape[3] not in (1, 3, 4):
         raise HostError(f"Tensor must be 4-D with last dim 1, 3, or 4, not {list(images.shape)}")
@@ -134,7 +135,7 @@ def _(op, ins):
 
 # ---------------------------------------------------------------- AudioSummaryV2
 
-AudioSummaryV2 = OpDef("AudioSummaryV2", lowering=HOST, differentiable=False)
+AudioSummaryV2 = OpDef("AudioSummaryV2", host=AFTER, differentiable=False)
 
 
 @AudioSummaryV2.shape
@@ -152,7 +153,7 @@ def _(tag, tensor, sample_rate, *, max_outputs):
 
 
 @AudioSummaryV2.host
-def _(op, ins):
+def _(ctx, op, ins):
     audio, sample_rate = np.asarray(ins[1]), float(ins[2])
     if audio.ndim not in (2, 3):
         raise HostError(f"Tensor must be 3-D or 2-D, got: {list(audio.shape)}")
@@ -176,7 +177,7 @@ def _(op, ins):
 
 # ---------------------------------------------------------------- TensorSummaryV2
 
-TensorSummaryV2 = OpDef("TensorSummaryV2", lowering=HOST, differentiable=False)
+TensorSummaryV2 = OpDef("TensorSummaryV2", host=AFTER, differentiable=False)
 
 
 @TensorSummaryV2.shape
@@ -187,7 +188,7 @@ def _(tag, tensor, serialized_summary_metadata):
 
 
 @TensorSummaryV2.host
-def _(op, ins):
+def _(ctx, op, ins):
     value = np.asarray(ins[1])
     metadata = SummaryMetadata.FromString(ins[2][()])
     s = Summary(value=[Summary.Value(tag=_tag(ins[0][()]), tensor=tensor_proto(value, op.inputs[1].dtype.name),
@@ -197,7 +198,7 @@ def _(op, ins):
 
 # ---------------------------------------------------------------- MergeSummary
 
-MergeSummary = OpDef("MergeSummary", lowering=HOST, differentiable=False)
+MergeSummary = OpDef("MergeSummary", host=AFTER, differentiable=False)
 
 
 @MergeSummary.shape
@@ -210,7 +211,7 @@ def _(*inputs):
 
 
 @MergeSummary.host
-def _(op, ins):
+def _(ctx, op, ins):
     out, tags = [], set()
     for value in ins:
         for data in np.asarray(value, dtype=object).reshape(-1):
