@@ -17,7 +17,8 @@ for "a=a"):
   note     one line on what does not map one to one
 An entry `none(reason)` is an op with no TF counterpart: a pygrad-internal op (a gradient helper, a
 fused update) or one TF spells as a composition of ops; `reason` says which.
-TF attributes with a default value that pygrad does not set are left out (TF's default applies).
+TF attributes with a default value that pygrad does not set are left out (TF's default applies),
+among them those newer than TF 1.15 (TopKV2's Tk, MatMul's grad_a, ...).
 """
 from collections import namedtuple
 
@@ -216,7 +217,7 @@ _CUMULATIVE = {
 
 # ---------------------------------------------------------------- topk_ops
 _TOPK = {
-    "TopKV2":         tf("TopKV2",       attrs="sorted", inputs="k", derived="T=in0 Tk=int32 index_type=out1"),
+    "TopKV2":         tf("TopKV2",       attrs="sorted", inputs="k", derived="T=in0"),
     "TopKV2Grad":     none("gradient helper of TopKV2: dy scattered at the indices; TF: Reshape, ScatterNd"),
     "TopKV2GradGrad": none("gradient helper of TopKV2Grad: g gathered at the indices; TF: Gather"),
     "InTopKV2":       tf("InTopKV2",     inputs="k", derived="T=in1"),
@@ -377,7 +378,9 @@ _HOST = {
                           own="host specs"),
     "MakeIterator":   tf("MakeIterator", derived="dataset=host iterator=host", ins="-*", own="host",
                          note="the inputs are the tensors the dataset captures"),
-    "PyFunc":         tf("PyFunc",       attrs="Tout", derived="Tin=ins token=host", ins="input*", own="host"),
+    "PyFunc":         tf("PyFunc",       attrs="Tout", derived="Tin=ins token=host", ins="input*", own="host",
+                         also="PyFuncStateless", note="TF1's py_func(stateful=False) is PyFuncStateless; pygrad "
+                                                      "runs both alike"),
     "Where":          tf("Where",        derived="T=in0", own="host"),
     "Unique":         tf("Unique",       attrs="out_idx", derived="T=in0", own="host"),
 }

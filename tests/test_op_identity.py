@@ -130,16 +130,30 @@ def _model(lib):
     return lib.identity(lib.transpose(lib.tile(lib.expand_dims(both, 1), [1, 3])) / 2.0, name="out")
 
 
-def test_a_model_has_tf1s_node_types(tf_peer):
+def _array_ops(lib):
+    """Array, indexing and sequence ops on a fed matrix and fed indices (the pad has a constant
+    other than 0: TF's PadV2, the table's primary type; with 0 TF1 emits Pad, one input fewer)."""
+    x = lib.placeholder(lib.float32, [4, 6], name="x")
+    i = lib.placeholder(lib.int32, [3], name="i")
+    a, b = lib.split(x, 2, axis=1)
+    parts = [lib.gather(a, i), lib.one_hot(i, 3), lib.slice(b, [0, 0], [3, 3]), x[1:, ::2][:3],
+             lib.squeeze(lib.stack([b[:3], a[:3]], axis=1)[:, :1], [1]),
+             lib.where(lib.greater(a[:3], 0.0), lib.cumsum(a[:3], axis=1), lib.nn.top_k(b[:3], 3).values),
+             lib.pad(a, [[1, 0], [0, 0]], constant_values=1.0)[:3], lib.reverse(b, [0])[:3], lib.sigmoid(lib.maximum(a, b))[:3]]
+    return lib.add_n([p * 1.0 for p in parts])
+
+
+@pytest.mark.parametrize("build", [_model, _array_ops])
+def test_a_model_has_tf1s_node_types(tf_peer, build):
     """The model's pygrad ops, mapped through the table (with a Const for each attribute TF takes
     as an input), are the node types TF1 emits for the same code."""
     primary = {also: e.type for e in TABLE.values() for also in e.also}
     g = tf_peer.Graph()
     with g.as_default():
-        _model(tf_peer)
+        build(tf_peer)
     tf_types = collections.Counter(primary.get(op.type, op.type) for op in g.get_operations())
     with tf.Graph().as_default() as pg:
-        _model(tf)
+        build(tf)
     ours = collections.Counter()
     for op in pg.get_operations():
         ours[op.opdef.tf.type] += 1
