@@ -125,21 +125,29 @@ _MATH = {
     "GreaterEqual":   tf("GreaterEqual", derived="T=in0"),
     "LogicalAnd":     tf("LogicalAnd"),
     "LogicalOr":      tf("LogicalOr"),
-    "LogicalXor":     none("TF has no op: tf.math.logical_xor is LogicalAnd(LogicalOr(x, y), LogicalNot(LogicalAnd(x, y)))"),
+    "LogicalXor":     none("TF has no op: tf.math.logical_xor(x, y) is LogicalAnd(LogicalOr(x, y), "
+                           "LogicalNot(LogicalAnd(x, y)))"),
     "MatMul":         tf("MatMul",       attrs="transpose_a transpose_b", derived="T=in0"),
 }
 
 # ---------------------------------------------------------------- reduction_ops
+
+
+def _reduction(type, derived):
+    """A reduction: TF takes its axes as the input reduction_indices, keepdims as keep_dims."""
+    return tf(type, attrs="keepdims=keep_dims", inputs="axis=reduction_indices", derived=derived)
+
+
 _REDUCTION = {
     "BroadcastLike":  none("gradient helper: x broadcast (or its mean spread) to like's shape; TF: Reshape and Tile"),
     "SumToShape":     none("gradient helper: x summed to like's shape; TF: BroadcastGradientArgs, Sum and Reshape"),
-    "Sum":            tf("Sum",          attrs="keepdims=keep_dims", inputs="axis=reduction_indices", derived="T=in0 Tidx=int32"),
-    "Mean":           tf("Mean",         attrs="keepdims=keep_dims", inputs="axis=reduction_indices", derived="T=in0 Tidx=int32"),
-    "Max":            tf("Max",          attrs="keepdims=keep_dims", inputs="axis=reduction_indices", derived="T=in0 Tidx=int32"),
-    "Min":            tf("Min",          attrs="keepdims=keep_dims", inputs="axis=reduction_indices", derived="T=in0 Tidx=int32"),
-    "Prod":           tf("Prod",         attrs="keepdims=keep_dims", inputs="axis=reduction_indices", derived="T=in0 Tidx=int32"),
-    "All":            tf("All",          attrs="keepdims=keep_dims", inputs="axis=reduction_indices", derived="Tidx=int32"),
-    "Any":            tf("Any",          attrs="keepdims=keep_dims", inputs="axis=reduction_indices", derived="Tidx=int32"),
+    "Sum":            _reduction("Sum", "T=in0 Tidx=int32"),
+    "Mean":           _reduction("Mean", "T=in0 Tidx=int32"),
+    "Max":            _reduction("Max", "T=in0 Tidx=int32"),
+    "Min":            _reduction("Min", "T=in0 Tidx=int32"),
+    "Prod":           _reduction("Prod", "T=in0 Tidx=int32"),
+    "All":            _reduction("All", "Tidx=int32"),
+    "Any":            _reduction("Any", "Tidx=int32"),
     "ProdGrad":       none("gradient helper of Prod; TF: Cumprod (exclusive, both ways), Mul, Reshape and Transpose"),
     "ProdGradGrad":   none("gradient helper of ProdGrad; TF differentiates ProdGrad's composition"),
     "ArgMax":         tf("ArgMax",       attrs="output_type", inputs="axis=dimension", derived="T=in0 Tidx=int32"),
@@ -151,7 +159,8 @@ _MANIP = {
     "ConcatV2":       tf("ConcatV2",     inputs="axis", derived="N=n_ins T=in0 Tidx=int32"),
     "ConcatV2Grad":   none("gradient helper of ConcatV2: dy split like the values; TF: ConcatOffset and Slice"),
     "Split":          tf("Split",        attrs="num_split", inputs="axis=split_dim", derived="T=in0"),
-    "SplitV":         tf("SplitV",       inputs="size_splits axis=split_dim", derived="num_split=n_outs T=in0 Tlen=int32"),
+    "SplitV":         tf("SplitV",       inputs="size_splits axis=split_dim",
+                         derived="num_split=n_outs T=in0 Tlen=int32"),
     "Pack":           tf("Pack",         attrs="axis", derived="N=n_ins T=in0"),
     "Unpack":         tf("Unpack",       attrs="num axis", derived="T=in0"),
     "GatherV2":       tf("GatherV2",     inputs="axis", derived="Tparams=in0 Tindices=in1 Taxis=int32"),
@@ -172,7 +181,8 @@ _SLICE = {
                            inputs="begin end strides", derived="T=in0 Index=int32", ins="dy shape:shape"),
     "DynamicSlice":   none("a slice at a begin computed at run time (loops' x[i]); TF: Slice or StridedSlice with a "
                            "begin tensor, then Squeeze of the `shrink` dimensions"),
-    "DynamicSliceGrad": none("gradient helper of DynamicSlice: dy written at begin in zeros; TF: Pad or StridedSliceGrad"),
+    "DynamicSliceGrad": none("gradient helper of DynamicSlice: dy written at begin in zeros; TF: Pad or "
+                             "StridedSliceGrad"),
     "Slice":          tf("Slice",        inputs="begin size", derived="T=in0 Index=int32"),
 }
 
@@ -197,12 +207,13 @@ _SEQUENCE = {
                          own="axis", note="limit is dimension `axis` of input 0's shape; constant ranges are Consts"),
     "ReverseV2":      tf("ReverseV2",    inputs="axis", derived="T=in0 Tidx=int32"),
     "ReverseSequence": tf("ReverseSequence", attrs="seq_dim batch_dim", derived="T=in0 Tlen=in1"),
-    "Pad":            tf("PadV2",        inputs="paddings constant_value=constant_values", derived="T=in0 Tpaddings=int32",
-                         own="mode", also="Pad MirrorPad",
+    "Pad":            tf("PadV2",        inputs="paddings constant_value=constant_values",
+                         derived="T=in0 Tpaddings=int32", own="mode", also="Pad MirrorPad",
                          note="mode 0 with constant_value 0 is TF's Pad; mode 1, 2 are MirrorPad's REFLECT, SYMMETRIC"),
     "PadGrad":        none("gradient helper of Pad: the slice of dy; TF: Slice of dy"),
     "MirrorPadGrad":  tf("MirrorPadGrad", attrs="mode", inputs="paddings", derived="T=in0 Tpaddings=int32",
-                         ins="input -", note="mode: pygrad's 1, 2 are TF's REFLECT, SYMMETRIC; input 1 gives the shape"),
+                         ins="input -", note="mode: pygrad's 1, 2 are TF's REFLECT, SYMMETRIC; input 1 gives x's "
+                                             "shape"),
     "PlaceholderWithDefault": tf("PlaceholderWithDefault", attrs="shape", derived="dtype=in0"),
 }
 
@@ -336,8 +347,9 @@ _TRAINING = {
 _CONTROL_FLOW = {
     "LoopVar":        none("a loop region's placeholder for one loop variable; TF: the While body's argument "
                            "(TF1: Enter and Merge)"),
-    "If":             tf("If",           derived="Tcond=in0 Tin=ins1: Tout=outs then_branch=regions else_branch=regions "
-                                                 "output_shapes=out_shapes", ins="cond input*", own="out",
+    "If":             tf("If",           derived="Tcond=in0 Tin=ins1: Tout=outs then_branch=regions "
+                                                 "else_branch=regions output_shapes=out_shapes",
+                         ins="cond input*", own="out",
                          note="TF1's tf.cond emits Switch and Merge, which import lifts into If"),
     "While":          tf("While",        derived="T=ins cond=regions body=regions output_shapes=out_shapes",
                          ins="input*", own="n_vars shapes",

@@ -197,6 +197,7 @@ def check_registry():
             problems.append(f"{t} is computed on the host but has no host function")
         if d.tf is None:
             problems.append(f"{t} has no entry in op_identity.TABLE")
-    problems += [f"op_identity.TABLE has an entry for {t}, which is no op type" for t in TF_IDENTITY if t not in OpDef.all]
+    problems += [f"op_identity.TABLE has an entry for {t}, which is no op type"
+                 for t in TF_IDENTITY if t not in OpDef.all]
     if problems:
         raise RuntimeError("pygrad op registry is inconsistent:\n  " + "\n  ".join(problems))

@@ -41,7 +41,8 @@ def _rule(opdef):
     names, whether it takes any keywords) of an op's shape rule."""
     ps = inspect.signature(opdef.shape_fn).parameters.values()
     kinds = inspect.Parameter
-    return ([p.name for p in ps if p.kind == kinds.POSITIONAL_OR_KEYWORD], any(p.kind == kinds.VAR_POSITIONAL for p in ps),
+    return ([p.name for p in ps if p.kind == kinds.POSITIONAL_OR_KEYWORD],
+            any(p.kind == kinds.VAR_POSITIONAL for p in ps),
             {p.name for p in ps if p.kind == kinds.KEYWORD_ONLY}, any(p.kind == kinds.VAR_KEYWORD for p in ps))
 
 
@@ -139,7 +140,8 @@ def _array_ops(lib):
     parts = [lib.gather(a, i), lib.one_hot(i, 3), lib.slice(b, [0, 0], [3, 3]), x[1:, ::2][:3],
              lib.squeeze(lib.stack([b[:3], a[:3]], axis=1)[:, :1], [1]),
              lib.where(lib.greater(a[:3], 0.0), lib.cumsum(a[:3], axis=1), lib.nn.top_k(b[:3], 3).values),
-             lib.pad(a, [[1, 0], [0, 0]], constant_values=1.0)[:3], lib.reverse(b, [0])[:3], lib.sigmoid(lib.maximum(a, b))[:3]]
+             lib.pad(a, [[1, 0], [0, 0]], constant_values=1.0)[:3], lib.reverse(b, [0])[:3],
+             lib.sigmoid(lib.maximum(a, b))[:3]]
     return lib.add_n([p * 1.0 for p in parts])
 
 
