@@ -27,6 +27,7 @@ from collections import namedtuple
 
 from pygrad import _C, errors
 from pygrad.graph import Operation, Tensor, build_error, get_default_graph
+from pygrad.op_identity import TABLE as TF_IDENTITY
 from pygrad.shapes import TensorShape
 
 Spec = namedtuple("Spec", ["dtype", "shape"])
@@ -112,6 +113,7 @@ class OpDef:
         self.lower_fn = None
         self.value_fn = None
         self.host_fn = None
+        self.tf = TF_IDENTITY.get(type)  # its TensorFlow identity (op_identity.TFOp), None if the table lacks it
         OpDef.all[type] = self
 
     # ---- declaration decorators ----
@@ -188,7 +190,8 @@ class OpDef:
 
 def check_registry():
     """Every op has a shape rule, every differentiable op a gradient, every kernel op a kernel,
-    every host op a host function."""
+    every host op a host function, and every op an entry in the op-identity table, which names no
+    other op."""
     kernels = set(_C.kernel_names())
     problems = []
     for t, d in OpDef.all.items():
@@ -208,5 +211,9 @@ def check_registry():
             problems.append(f"{t} is lowered as a host op but has no host stage")
         if d.host_stage is not None and d.host_fn is None:
             problems.append(f"{t} runs on the host but has no host function")
+        if d.tf is None:
+            problems.append(f"{t} has no entry in op_identity.TABLE")
+    problems += [f"op_identity.TABLE has an entry for {t}, which is no op type"
+                 for t in TF_IDENTITY if t not in OpDef.all]
     if problems:
         raise RuntimeError("pygrad op registry is inconsistent:\n  " + "\n  ".join(problems))

@@ -14,7 +14,7 @@ LAYERS = [
     ("core", ["pygrad._C", "pygrad.dtypes", "pygrad.shapes", "pygrad.errors", "pygrad.proto", "pygrad.nest",
               "pygrad.messages"]),
     ("graph", ["pygrad.graph", "pygrad.graph_def"]),
-    ("registry", ["pygrad.registry"]),
+    ("registry", ["pygrad.registry", "pygrad.op_identity"]),
     ("ops", ["pygrad.ops", "pygrad.ops.*"]),
     ("gradients", ["pygrad.gradients", "pygrad.control_flow_grad"]),
     ("lowering", ["pygrad.lowering", "pygrad.host", "pygrad.session_store", "pygrad.fusion"]),
