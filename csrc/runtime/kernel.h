@@ -65,6 +65,8 @@ using KernelBuilder = Step (*)(const KernelCall&);
 KernelBuilder find_kernel(const std::string& name);
 // Every name in kernels.def, in order.
 std::vector<std::string> kernel_names();
+// The ops of each elementwise kernel ("unary_fwd": ["neg", "abs", ...]), as pg/elementwise.def lists them.
+std::map<std::string, std::vector<std::string>> elementwise_ops();
 // Builds the step for `call`, with a clear error for an unknown kernel or wrong operand count.
 Step build_step(const KernelCall& call);
 
