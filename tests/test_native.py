@@ -150,3 +150,27 @@ def test_elementwise_op_table_is_checked_both_ways():
                                                            "(OpDef.kernel_op)"]
     wrong_kernel = {**table, "softmax_fwd": {"exp": ["Softmax"]}}
     assert "kernel 'softmax_fwd' takes no op" in registry.check_elementwise(wrong_kernel, native)[0]
+
+
+def test_kernel_names_python_steps_to_are_in_kernels_def():
+    from pygrad import kernels
+
+    assert kernels.COPY in kernels.KERNELS and kernels.TEMP_BUFFER not in kernels.KERNELS
+    assert kernels.check_kernel_names(kernels.KERNELS, _C.kernel_names()) == []
+    assert kernels.check_kernel_names(["copy", "cpoy"], _C.kernel_names()) == [
+        "pygrad.kernels names kernel 'cpoy', which is not in csrc/pg/kernels.def"]
+
+
+@pytest.mark.parametrize("dtype, n", [(np.float32, 7), (np.int64, 1 << 17), (np.uint8, 3 << 20), (np.bool_, 0)])
+def test_copy_kernel_copies_bytes_over_threads(dtype, n, threads):
+    x = (np.arange(n) % 251).astype(dtype)
+    y = np.empty_like(x)
+    _C.call("copy", [x], [y])
+    np.testing.assert_array_equal(y, x)
+    _C.call("copy", [x], [x])  # onto itself: nothing to do
+
+
+@pytest.mark.parametrize("out, match", [(np.empty(3, np.float64), "dtype"), (np.empty(4, np.float32), "shape")])
+def test_copy_kernel_refuses_another_dtype_or_shape(out, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        _C.call("copy", [np.ones(3, np.float32)], [out])
