@@ -33,9 +33,9 @@ The steps fused are consecutive in the plan:
   conv2d_fwd(x, w) -> a;  binary_fwd add(a, bias) or add(bias, a) -> b;  unary_fwd relu(b) -> c
 (or the convolution with only one of the two; an add or relu step of any op: bias_add's, a layer's).
 bias is a vector of the convolution's output channels (or an array of that many elements, ones
-elsewhere). A step joins only when the buffer it
-reads is a temporary that no other step reads and the run does not fetch: relu's gradient reads its
-output (ReluGrad(y, dy)), not its input, so a training step fuses as well as inference does.
+elsewhere). A step joins only when the buffer it reads is a temporary that no other step reads and
+the run does not fetch: relu's gradient reads its output (ReluGrad(y, dy)), not its input, so a
+training step fuses as well as inference does.
 Jump targets and loop bounds are renumbered for the steps removed.
 
 A third pass, elide_loop_copies: at the end of each iteration a while loop copies each new value
