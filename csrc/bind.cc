@@ -250,6 +250,7 @@ PYBIND11_MODULE(_C, m) {
   m.attr("dtypes") = dtypes;
   m.attr("max_rank") = kMaxDims;
   m.def("kernel_names", &kernel_names, "Every kernel in kernels.def, in order.");
+  m.def("elementwise_ops", &elementwise_ops, "The ops of each elementwise kernel, as pg/elementwise.def lists them.");
   m.def("set_num_threads", &set_num_threads, py::arg("n"), "Threads for pygrad's parallel loops and its matrix products together.");
   m.def("get_num_threads", &get_num_threads);
   m.def("crc32c", [](const py::buffer& data, uint32_t crc) {

@@ -11,14 +11,14 @@ products, the row sums, the gradients before dz), they become one step, the soft
 order, so the results are bitwise the same. The softmax p stays an output (other steps may read
 it); the cost and dz are the outputs of the steps they replace.
 
-The steps matched (buffers are compared by identity; each intermediate must be read by the next
-step alone, and not fetched):
+The steps matched, by the ops they lower (buffers are compared by identity; each intermediate
+must be read by the next step alone, and not fetched):
 
-    forward    p = softmax_fwd(z, axis 1); l = log(p); m = mul(y, l) (either order);
-               r = sum(m, axes [1]); n = neg(r); cost = mean(n, axes [0])
-    gradient   a = broadcast_to(g, [N], scale); b = neg(a); c = broadcast_to(b as [N, 1], [N, C]);
-               dl = mul(c, y) (either order); q = reciprocal(p); dp = mul(dl, q) (either order);
-               dz = softmax_bwd(p, dp, axis 1)
+    forward    p = Softmax(z, axis 1); l = Log(p); m = Mul(y, l) (either order);
+               r = Sum(m, axes [1]); n = Neg(r); cost = Mean(n, axes [0])
+    gradient   a = BroadcastLike(g, [N], scale) (Mean's gradient); b = Neg(a) (Neg's);
+               c = BroadcastLike(b as [N, 1], [N, C]) (Sum's); dl = Mul(c, y) (either order; Mul's);
+               q = Reciprocal(p); dp = Mul(dl, q) (either order; Log's); dz = SoftmaxGrad(p, dp, axis 1)
 
 with z and y matrices of one shape, g a constant or a feed of one element (the gradient of the
 cost, ones from tf.gradients), z and y not variables (no step in between writes them). A program
@@ -31,15 +31,16 @@ are never written or read again.
 
 The steps fused are consecutive in the plan:
   conv2d_fwd(x, w) -> a;  binary_fwd add(a, bias) or add(bias, a) -> b;  unary_fwd relu(b) -> c
-(or the convolution with only one of the two). bias is a vector of the convolution's output
-channels (or an array of that many elements, ones elsewhere). A step joins only when the buffer it
-reads is a temporary that no other step reads and the run does not fetch: relu's gradient reads its
-output (ReluGrad(y, dy)), not its input, so a training step fuses as well as inference does.
+(or the convolution with only one of the two; an add or relu step of any op: bias_add's, a layer's).
+bias is a vector of the convolution's output channels (or an array of that many elements, ones
+elsewhere). A step joins only when the buffer it reads is a temporary that no other step reads and
+the run does not fetch: relu's gradient reads its output (ReluGrad(y, dy)), not its input, so a
+training step fuses as well as inference does.
 Jump targets and loop bounds are renumbered for the steps removed.
 
 A third pass, elide_loop_copies: at the end of each iteration a while loop copies each new value
 of a loop variable, computed into a temporary o, into the variable's buffer v (Program.carries,
-the `cast` steps the While lowering records). The copy is dropped, and the step that computes o
+the `copy` steps the While lowering records). The copy is dropped, and the step that computes o
 writes v itself, when that is the same: o is written by that step alone and read by the copy
 alone, not fetched; no step between the two reads or writes v; and where the step reads v itself
 (an accumulator, acc + g), it is an elementwise kernel that may write an input in place and reads
@@ -53,6 +54,12 @@ it is the add's output, as elide_loop_copies leaves an accumulator) and a ta_wri
 row in place: O(row) work per read instead of O(array). dynamic_rnn's input gradient is such a sum,
 one row per time step.
 """
+from pygrad.kernels import BINARY_FWD, BROADCAST_TO, CONST_BUFFER, CONV2D_FWD, COPY, FEED_BUFFER, FILL, SOFTMAX_NLL, \
+    TA_WRITE, TEMP_BUFFER, UNARY_BWD, UNARY_FWD, VAR_BUFFER
+# The softmax pattern is matched by the ops its steps lower (graph-level op types), and its gradient
+# half is what the gradient rules of these modules write: Log's (dy * reciprocal(x)), Mul's, Neg's
+# (-dy), Sum's and Mean's (BroadcastLike, scaled for the mean) and Softmax's (SoftmaxGrad).
+from pygrad.ops import math_ops, nn_ops, reduction_ops
 
 
 def fuse(steps, fetches):
@@ -79,7 +86,7 @@ def fuse(steps, fetches):
 
     removed, replaced = set(), {}
     for i, st in enumerate(steps):
-        if st.kernel == "softmax_fwd" and i not in removed:
+        if _is(st, nn_ops.Softmax) and i not in removed:
             match = _match(steps, i, only_reader, readers, made_at)
             if match is not None and not (set(match[1]) & removed):
                 fused, gone = match
@@ -90,15 +97,22 @@ def fuse(steps, fetches):
     return [replaced.get(i, st) for i, st in enumerate(steps) if i not in removed]
 
 
-def _is(st, kernel, **attrs):
-    """Whether st calls kernel with these attributes (a broadcast_to's scale defaults to 1)."""
-    if st.kernel != kernel:
+def _is(st, opdef, kernel=None, **attrs):
+    """Whether st is a step of an op of opdef calling opdef's kernel (or kernel, for an op that
+    lowers itself) with these attributes (a broadcast_to's scale defaults to 1)."""
+    if st.kernel is None or st.op.opdef is not opdef or st.kernel != (kernel or opdef.kernel):
         return False
     for k, v in attrs.items():
         have = st.attrs.get(k, 1.0 if k == "scale" else None)
         if (list(have) if isinstance(have, (list, tuple)) else have) != v:
             return False
     return True
+
+
+def _computes(st, opdef):
+    """Whether st runs the kernel and elementwise op an op of opdef runs, whichever op it lowers (an
+    add of AddN's, of the gradient driver's sums, of bias_add's)."""
+    return st.kernel == opdef.kernel and st.attrs.get("op") == opdef.kernel_op
 
 
 def _other(st, buffer):
@@ -113,28 +127,28 @@ def _match(steps, i, only_reader, readers, made_at):
     """(the fused step, the indices of the steps it replaces) for the softmax at steps[i], or None."""
     sm = steps[i]
     z, p = sm.ins[0], sm.outs[0]
-    if len(z.dims) != 2 or sm.attrs.get("axis") != 1 or z.buffer.kind == "var":
+    if len(z.dims) != 2 or sm.attrs.get("axis") != 1 or z.buffer.kind == VAR_BUFFER:
         return None
     chain = []
 
-    def next_step(buffer, kernel, **attrs):
+    def next_step(buffer, opdef, **attrs):
         j = only_reader(buffer)
-        if j is None or not _is(steps[j], kernel, **attrs):
+        if j is None or not _is(steps[j], opdef, **attrs):
             return None
         chain.append(j)
         return steps[j]
 
-    log = next((steps[j] for j in readers.get(p.buffer, ()) if _is(steps[j], "unary_fwd", op="log")), None)
+    log = next((steps[j] for j in readers.get(p.buffer, ()) if _is(steps[j], math_ops.Log)), None)
     if log is None:
         return None
     chain.append(steps.index(log, i))
-    mul = next_step(log.outs[0].buffer, "binary_fwd", op="mul")
+    mul = next_step(log.outs[0].buffer, math_ops.Mul)
     y = mul and _other(mul, log.outs[0].buffer)
-    if y is None or y.dims != z.dims or y.buffer.kind == "var" or made_at.get(y.buffer, -1) >= i:
+    if y is None or y.dims != z.dims or y.buffer.kind == VAR_BUFFER or made_at.get(y.buffer, -1) >= i:
         return None
-    row_sum = next_step(mul.outs[0].buffer, "reduce_fwd", op="sum", axes=[1])
-    neg = row_sum and next_step(row_sum.outs[0].buffer, "unary_fwd", op="neg")
-    mean = neg and next_step(neg.outs[0].buffer, "reduce_fwd", op="mean", axes=[0])
+    row_sum = next_step(mul.outs[0].buffer, reduction_ops.Sum, axes=[1])
+    neg = row_sum and next_step(row_sum.outs[0].buffer, math_ops.Neg)
+    mean = neg and next_step(neg.outs[0].buffer, reduction_ops.Mean, axes=[0])
     if mean is None or mean.outs[0].dims != ():
         return None
     forward = list(chain)
@@ -147,13 +161,13 @@ def _match(steps, i, only_reader, readers, made_at):
         attrs["scale"] = scale
     else:
         chain[:] = forward
-    fused = type(sm)(sm.op, "softmax_nll", ins, outs, attrs, [], -1)
+    fused = type(sm)(sm.op, SOFTMAX_NLL, ins, outs, attrs, [], -1)
     return fused, chain
 
 
 def _match_gradient(steps, p, y, only_reader, readers, chain):
     """(g, dz, scale) of the gradient steps of the pattern (appending their indices to chain), or None."""
-    bwd = next((j for j in readers.get(p.buffer, ()) if _is(steps[j], "softmax_bwd", axis=1)), None)
+    bwd = next((j for j in readers.get(p.buffer, ()) if _is(steps[j], nn_ops.SoftmaxGrad, axis=1)), None)
     if bwd is None:
         return None
     sb = steps[bwd]
@@ -161,13 +175,13 @@ def _match_gradient(steps, p, y, only_reader, readers, chain):
         return None
     dp = sb.ins[1].buffer
     k = next((j for j, st in enumerate(steps) if any(o.buffer is dp for o in st.outs)), None)
-    if k is None or only_reader(dp) != bwd or not _is(steps[k], "binary_fwd", op="mul"):
+    if k is None or only_reader(dp) != bwd or not _is(steps[k], math_ops.Mul):
         return None
     mul_q = steps[k]
     found = []
     for a, b in (mul_q.ins, reversed(mul_q.ins)):
         rec = _maker(steps, a.buffer)
-        if rec is not None and _is(steps[rec], "unary_fwd", op="reciprocal") and \
+        if rec is not None and _is(steps[rec], math_ops.Reciprocal) and \
                 steps[rec].ins[0].buffer is p.buffer and only_reader(a.buffer) == k:
             found = [rec, b]
             break
@@ -175,23 +189,23 @@ def _match_gradient(steps, p, y, only_reader, readers, chain):
         return None
     rec, dl = found
     m = _maker(steps, dl.buffer)
-    if m is None or only_reader(dl.buffer) != k or not _is(steps[m], "binary_fwd", op="mul"):
+    if m is None or only_reader(dl.buffer) != k or not _is(steps[m], math_ops.Mul):
         return None
     c = _other(steps[m], y.buffer)
     bc = c is not None and _maker(steps, c.buffer)
-    if not bc or only_reader(c.buffer) != m or not _is(steps[bc], "broadcast_to", scale=1.0):
+    if not bc or only_reader(c.buffer) != m or not _is(steps[bc], reduction_ops.BroadcastLike, BROADCAST_TO, scale=1.0):
         return None
     b = steps[bc].ins[0]
     ng = _maker(steps, b.buffer)
-    if ng is None or only_reader(b.buffer) != bc or not _is(steps[ng], "unary_fwd", op="neg"):
+    if ng is None or only_reader(b.buffer) != bc or not _is(steps[ng], math_ops.Neg):
         return None
     a = steps[ng].ins[0]
     ab = _maker(steps, a.buffer)
-    if ab is None or only_reader(a.buffer) != ng or not _is(steps[ab], "broadcast_to"):
+    if ab is None or only_reader(a.buffer) != ng or not _is(steps[ab], reduction_ops.BroadcastLike, BROADCAST_TO):
         return None
     g = steps[ab].ins[0]
     n = p.dims[0]
-    if g.buffer.kind not in ("const", "feed") or _numel(g.dims) != 1 or steps[ab].outs[0].dims != (n,) or \
+    if g.buffer.kind not in (CONST_BUFFER, FEED_BUFFER) or _numel(g.dims) != 1 or steps[ab].outs[0].dims != (n,) or \
             steps[ng].outs[0].dims != (n,) or b.dims not in ((n,), (n, 1)) or c.dims != p.dims or \
             "scale" not in steps[ab].attrs:
         return None
@@ -215,7 +229,7 @@ def _numel(dims):
 def fuse_epilogues(program, fetched):
     """Rewrites program.steps in place; fetched: the operands the plan returns."""
     steps = program.steps
-    if not any(s.kernel == "conv2d_fwd" for s in steps):
+    if not any(s.kernel == CONV2D_FWD for s in steps):
         return
     readers = {}
     for s in steps:
@@ -227,13 +241,13 @@ def fuse_epilogues(program, fetched):
     targets.update(i for loop in program.loops for i in loop)
 
     def private(buffer):  # a temporary read once, by the next step, and not fetched
-        return buffer.kind == "temp" and readers.get(id(buffer)) == 1 and id(buffer) not in kept_out
+        return buffer.kind == TEMP_BUFFER and readers.get(id(buffer)) == 1 and id(buffer) not in kept_out
 
     new, old_to_new, i = [], {}, 0
     while i < len(steps):
         s = steps[i]
         old_to_new[i] = len(new)
-        group = _epilogue(steps, i, private, targets) if s.kernel == "conv2d_fwd" and len(s.ins) == 2 else None
+        group = _epilogue(steps, i, private, targets) if s.kernel == CONV2D_FWD and len(s.ins) == 2 else None
         if group is None:
             new.append(s)
             i += 1
@@ -263,14 +277,14 @@ def _epilogue(steps, i, private, targets):
     channels = conv.ins[1].dims[-1]
     bias, relu, last, current = None, False, i, out
     j = i + 1
-    if j < len(steps) and j not in targets and _is(steps[j], "binary_fwd", op="add") and private(current.buffer):
+    if j < len(steps) and j not in targets and _computes(steps[j], math_ops.Add) and private(current.buffer):
         a, b = steps[j].ins
         other = b if a.buffer is current.buffer else a if b.buffer is current.buffer else None
         if other is not None and other.buffer is not current.buffer and other.dtype == out.dtype \
                 and _is_channel_vector(other.dims, channels) and tuple(steps[j].outs[0].dims) == tuple(out.dims):
             bias, last, current = other.with_dims((channels,)), j, steps[j].outs[0]
             j += 1
-    if j < len(steps) and j not in targets and _is(steps[j], "unary_fwd", op="relu") and private(current.buffer) \
+    if j < len(steps) and j not in targets and _computes(steps[j], math_ops.Relu) and private(current.buffer) \
             and steps[j].ins[0].buffer is current.buffer and tuple(steps[j].outs[0].dims) == tuple(out.dims):
         relu, last = True, j
     return (bias, relu, last) if last > i else None
@@ -280,7 +294,7 @@ def _is_channel_vector(dims, channels):
     return len(dims) >= 1 and dims[-1] == channels and all(d == 1 for d in dims[:-1])
 
 
-_IN_PLACE = {"binary_fwd", "unary_fwd", "unary_bwd"}  # may write an input of the output's dims
+_IN_PLACE = {BINARY_FWD, UNARY_FWD, UNARY_BWD}  # may write an input of the output's dims
 
 
 def elide_loop_copies(program, fetched):
@@ -304,7 +318,7 @@ def elide_loop_copies(program, fetched):
         src, dst = copy.ins[0], copy.outs[0]
         b = src.buffer
         made = writers.get(id(b), [])
-        if (b.kind != "temp" or id(b) in kept_out or src.dtype != dst.dtype or tuple(src.dims) != tuple(dst.dims)
+        if (b.kind != TEMP_BUFFER or id(b) in kept_out or src.dtype != dst.dtype or tuple(src.dims) != tuple(dst.dims)
                 or len(made) != 1 or made[0] >= c or readers.get(id(b)) != [c]):
             continue
         maker = steps[made[0]]
@@ -342,16 +356,16 @@ def accumulate_read_gradients(program, fetched):
     drop, replace = set(), {}
     for f, fill in enumerate(steps[:-1]):
         write = steps[f + 1]
-        if fill.kernel != "fill" or fill.attrs.get("value") != 0.0 or write.kernel != "ta_write" \
+        if fill.kernel != FILL or fill.attrs.get("value") != 0.0 or write.kernel != TA_WRITE \
                 or write.attrs.get("accumulate") or write.outs[0].buffer is not fill.outs[0].buffer:
             continue
         r = fill.outs[0].buffer
         users = readers.get(id(r), [])
-        if r.kind != "temp" or id(r) in kept_out or len(users) != 1 or writers.get(id(r)) != [f, f + 1]:
+        if r.kind != TEMP_BUFFER or id(r) in kept_out or len(users) != 1 or writers.get(id(r)) != [f, f + 1]:
             continue
         a = users[0]
         add = steps[a]
-        if not _is(add, "binary_fwd", op="add") or len(add.ins) != 2:
+        if not _computes(add, math_ops.Add) or len(add.ins) != 2:
             continue
         other = add.ins[1] if add.ins[0].buffer is r else add.ins[0]
         out = add.outs[0]
@@ -361,8 +375,8 @@ def accumulate_read_gradients(program, fetched):
         index, row = write.ins
         if any(writers.get(id(o.buffer)) and any(f + 1 < j < a for j in writers[id(o.buffer)]) for o in (index, row)):
             continue  # the row or its index changes before the add
-        new = [] if other.buffer is out.buffer else [type(add)(add.op, "cast", [other], [out], {}, add.reads_vars, -1)]
-        new.append(type(write)(write.op, "ta_write", [index, row], [out], {"accumulate": 1}, write.reads_vars, -1))
+        new = [] if other.buffer is out.buffer else [type(add)(add.op, COPY, [other], [out], {}, add.reads_vars, -1)]
+        new.append(type(write)(write.op, TA_WRITE, [index, row], [out], {"accumulate": 1}, write.reads_vars, -1))
         drop.update((f, f + 1))
         replace[a] = new
     if not replace:

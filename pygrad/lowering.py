@@ -23,6 +23,7 @@ from pygrad.dtypes import MEMORY_BYTES
 from pygrad.fusion import accumulate_read_gradients, elide_loop_copies, fuse, fuse_epilogues
 from pygrad.graph import Operation, reachable
 from pygrad.host import HostValues
+from pygrad.kernels import CONST_BUFFER, COPY, FEED_BUFFER, TEMP_BUFFER, VAR_BUFFER
 from pygrad.registry import (AFTER, ALIAS, CONST, CUSTOM, FEED, HOST, KERNEL, MAX_RANK, NOOP, VALUE, VARIABLE,
                              DTypeRuleError, RuleError, Spec)
 from pygrad.shapes import TensorShape
@@ -69,8 +70,8 @@ def compile_run(elements, feed_tensors, feed_shapes, store):
     accumulate_read_gradients(program, fetches)
     plan_buffers, where = assign_buffers([program.buffer_of[t] for t in host.native_feeds], program.steps, fetches,
                                          program.loops)
-    largest = max((b for b in where if b.kind == "temp"), key=lambda b: b.nbytes, default=None)
-    total = sum(nbytes for kind, nbytes in plan_buffers if kind == "temp")
+    largest = max((b for b in where if b.kind == TEMP_BUFFER), key=lambda b: b.nbytes, default=None)
+    total = sum(nbytes for kind, nbytes in plan_buffers if kind == TEMP_BUFFER)
     if total > MEMORY_BYTES:
         raise MemoryError(out_of_memory(total, largest))
     plan, consts = emit(plan_buffers, where, program.steps, fetches, store)
@@ -237,8 +238,9 @@ def _topo(ops, succ, extra):
 
 
 class Buffer:
-    """A logical buffer: a feed (payload: its Spec), a constant (payload: the array), a variable
-    (payload: its store id) or a temporary of nbytes (payload: the op whose output it is)."""
+    """A logical buffer, by its kind (pygrad.kernels' *_BUFFER): a feed (payload: its Spec), a
+    constant (payload: the array), a variable (payload: its store id) or a temporary of nbytes
+    (payload: the op whose output it is)."""
 
     __slots__ = ("kind", "payload", "nbytes")
 
@@ -334,7 +336,7 @@ class OpContext:
         if nbytes > MEMORY_BYTES:
             raise MemoryError(self.op.error(f"output {i} of shape {s.shape} ({s.dtype.name}) needs {nbytes} bytes, "
                                             f"more than the {MEMORY_BYTES} bytes of this machine's memory"))
-        b = Buffer("temp", self.op, nbytes)
+        b = Buffer(TEMP_BUFFER, self.op, nbytes)
         self.program.buffer_of[t] = b
         return Operand(b, s.dtype.code, s.shape.dims)
 
@@ -343,8 +345,8 @@ class OpContext:
         src = self.program.buffer_of.get(in_tensor)
         if src is None:  # a host op's output: held in Python (HostValues), not in the plan
             return
-        if src.kind == "var":
-            self.step("cast", [self.operand(in_tensor)], [self.output(out_tensor.value_index)], {})
+        if src.kind == VAR_BUFFER:
+            self.step(COPY, [self.operand(in_tensor)], [self.output(out_tensor.value_index)], {})
         else:
             self.program.buffer_of[out_tensor] = src
 
@@ -354,25 +356,25 @@ class OpContext:
         if tensor.dtype.code is None:
             return None
         o = self.operand(tensor)
-        if o.buffer.kind != "var":
+        if o.buffer.kind != VAR_BUFFER:
             return o
         s = self.program.specs[tensor]
-        copy = Operand(Buffer("temp", self.op, s.shape.num_elements() * s.dtype.size), o.dtype, o.dims)
-        self.step("cast", [o], [copy], {})
+        copy = Operand(Buffer(TEMP_BUFFER, self.op, s.shape.num_elements() * s.dtype.size), o.dtype, o.dims)
+        self.step(COPY, [o], [copy], {})
         return copy
 
     def zero_like(self, tensor):
         s = self.program.specs[tensor]
-        return Operand(Buffer("const", np.zeros(s.shape.dims, s.dtype.np)), s.dtype.code, s.shape.dims)
+        return Operand(Buffer(CONST_BUFFER, np.zeros(s.shape.dims, s.dtype.np)), s.dtype.code, s.shape.dims)
 
     def temp(self, spec):
         """A new temporary of spec (a loop variable's buffer)."""
-        b = Buffer("temp", self.op, spec.shape.num_elements() * spec.dtype.size)
+        b = Buffer(TEMP_BUFFER, self.op, spec.shape.num_elements() * spec.dtype.size)
         return Operand(b, spec.dtype.code, spec.shape.dims)
 
     def copy(self, src, dst):
         if src.buffer is not dst.buffer:
-            self.step("cast", [src], [dst], {})
+            self.step(COPY, [src], [dst], {})
 
     def carry(self, src, dst):
         """Copies a loop variable's new value src into its buffer dst at the end of an iteration."""
@@ -418,7 +420,8 @@ class OpContext:
     def step(self, kernel, ins, outs, attrs):
         d = self.op.opdef
         ref = self.program.buffer_of[self.op.inputs[d.ref_input]] if d.ref_input is not None else None
-        reads = [o.buffer.payload for o in ins if o.buffer.kind == "var" and (o.buffer is not ref or d.reads_ref)]
+        reads = [o.buffer.payload for o in ins
+                 if o.buffer.kind == VAR_BUFFER and (o.buffer is not ref or d.reads_ref)]
         init_var = ref.payload if ref is not None and d.initializes else -1
         self.program.steps.append(Step(self.op, kernel, ins, outs, attrs, reads, init_var))
 
@@ -428,7 +431,7 @@ def lower(order, specs, values, fed, store, in_plan=frozenset()):
     the ops the plan runs, those of control-flow regions included (see plan_ops)."""
     program = Program(specs, values, store, in_plan)
     for t, spec in fed.items():
-        program.buffer_of[t] = Buffer("feed", spec)
+        program.buffer_of[t] = Buffer(FEED_BUFFER, spec)
     for op in order:
         if op.outputs and all(t in fed for t in op.outputs):
             continue
@@ -443,16 +446,16 @@ def _lower_op(ctx, op):
     if kind in (FEED, NOOP) or kind == HOST and not op.outputs:
         return
     if kind == CONST:
-        program.buffer_of[out] = Buffer("const", op.attrs["value"])
+        program.buffer_of[out] = Buffer(CONST_BUFFER, op.attrs["value"])
     elif kind == VALUE:
-        program.buffer_of[out] = Buffer("const", program.values[out])
+        program.buffer_of[out] = Buffer(CONST_BUFFER, program.values[out])
     elif kind == VARIABLE:
-        program.buffer_of[out] = Buffer("var", program.store.id_of(op))
+        program.buffer_of[out] = Buffer(VAR_BUFFER, program.store.id_of(op))
     elif kind == ALIAS:
         ctx.alias(out, op.inputs[0])
     elif kind == KERNEL:
         ins = [ctx.operand(t) for i, t in enumerate(op.inputs) if i not in d.shape_only_inputs]
-        if d.ref_input is not None and program.buffer_of[op.inputs[d.ref_input]].kind != "var":
+        if d.ref_input is not None and program.buffer_of[op.inputs[d.ref_input]].kind != VAR_BUFFER:
             raise errors.InvalidArgumentError(None, op, op.error("the variable it writes cannot be fed"))
         if d.ref_input is not None and d.output_is_ref:
             program.buffer_of[out] = program.buffer_of[op.inputs[d.ref_input]]
@@ -482,7 +485,7 @@ def assign_buffers(feeds, steps, fetches, loops=()):
 
     def place(b):
         where[b] = len(plan_buffers)
-        plan_buffers.append((b.kind, b.nbytes if b.kind == "temp" else b.payload))
+        plan_buffers.append((b.kind, b.nbytes if b.kind == TEMP_BUFFER else b.payload))
 
     for b in feeds:
         place(b)
@@ -497,7 +500,7 @@ def assign_buffers(feeds, steps, fetches, loops=()):
     fetched = {o.buffer for o in fetches}
     ends_at = {}
     for b, i in last_use.items():
-        if b.kind == "temp" and b not in fetched:
+        if b.kind == TEMP_BUFFER and b not in fetched:
             ends_at.setdefault(i, []).append(b)
     free = []  # (capacity, plan buffer) of temporaries no later step needs
     for i, st in enumerate(steps):
@@ -505,7 +508,7 @@ def assign_buffers(feeds, steps, fetches, loops=()):
             b = o.buffer
             if b in where:
                 continue
-            fit = min((f for f in free if f[0] >= b.nbytes), default=None) if b.kind == "temp" else None
+            fit = min((f for f in free if f[0] >= b.nbytes), default=None) if b.kind == TEMP_BUFFER else None
             if fit is not None:
                 free.remove(fit)
                 where[b] = fit[1]
@@ -533,8 +536,8 @@ def emit(plan_buffers, where, steps, fetches, store):
         consts.append(np.require(value, requirements=["C_CONTIGUOUS", "ALIGNED"]))
         plan.add_const(consts[-1])
 
-    add = {"feed": lambda spec: plan.add_feed(spec.dtype.code, list(spec.shape.dims)), "const": add_const,
-           "var": plan.add_var, "temp": plan.add_temp}
+    add = {FEED_BUFFER: lambda spec: plan.add_feed(spec.dtype.code, list(spec.shape.dims)),
+           CONST_BUFFER: add_const, VAR_BUFFER: plan.add_var, TEMP_BUFFER: plan.add_temp}
     for kind, payload in plan_buffers:
         add[kind](payload)
 
@@ -557,7 +560,7 @@ def emit(plan_buffers, where, steps, fetches, store):
         if st.init_var >= 0:
             initialized.add(st.init_var)
     for o in fetches:
-        if o.buffer.kind == "var" and o.buffer.payload not in initialized:
+        if o.buffer.kind == VAR_BUFFER and o.buffer.payload not in initialized:
             plan.require_initialized(o.buffer.payload)
     plan.set_fetches([native(o) for o in fetches])
     return plan, consts

@@ -86,6 +86,9 @@ def fail_dtype(message):
 
 class OpDef:
     all = {}
+    # The "op" attribute an elementwise kernel takes (unary_fwd's "exp"): a row of
+    # csrc/pg/elementwise.def, checked at import (check_elementwise); None for other ops.
+    kernel_op = None
 
     def __init__(self, type, kernel=None, *, lowering=None, differentiable=True, broadcasting=False,
                  shape_only_inputs=(), ref_input=None, reads_ref=True, output_is_ref=True, initializes=False,
@@ -215,5 +218,41 @@ def check_registry():
             problems.append(f"{t} has no entry in op_identity.TABLE")
     problems += [f"op_identity.TABLE has an entry for {t}, which is no op type"
                  for t in TF_IDENTITY if t not in OpDef.all]
+    native = _C.elementwise_ops()
+    problems += check_elementwise(elementwise_table(native), native)
     if problems:
         raise RuntimeError("pygrad op registry is inconsistent:\n  " + "\n  ".join(problems))
+
+
+def elementwise_table(kernels):
+    """{kernel: {op name: [types of the ops that give the kernel that name]}} of the ops that run on
+    one of kernels (the elementwise ones) or name a kernel_op; the name is None for an op of an
+    elementwise kernel that names none."""
+    table = {}
+    for t, d in OpDef.all.items():
+        if d.kernel_op is not None or d.lowering == KERNEL and d.kernel in kernels:
+            table.setdefault(d.kernel, {}).setdefault(d.kernel_op, []).append(t)
+    return table
+
+
+def check_elementwise(table, native):
+    """The problems between pygrad's elementwise op table (elementwise_table) and the native one,
+    native (_C.elementwise_ops(): csrc/pg/elementwise.def), both ways: an op that names an op its
+    kernel does not have, or none, and a row of elementwise.def that no op uses."""
+    problems = []
+    for kernel, ops in table.items():
+        have = native.get(kernel)
+        for name, types in ops.items():
+            if have is None:
+                problems.append(f"kernel {kernel!r} takes no op, but {', '.join(types)} give it {name!r} "
+                                f"(csrc/pg/elementwise.def's kernels: {', '.join(sorted(native))})")
+            elif name is None:
+                problems.append(f"{kernel} needs an op name, none given by {', '.join(types)} (OpDef.kernel_op)")
+            elif name not in have:
+                problems.append(f"{kernel} has no op {name!r} (csrc/pg/elementwise.def), but {', '.join(types)} "
+                                f"name it")
+    for kernel, names in native.items():
+        for name in names:
+            if name not in table.get(kernel, {}):
+                problems.append(f"csrc/pg/elementwise.def's {kernel} op {name!r} is used by no op")
+    return problems

@@ -12,7 +12,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "pygrad"
 # Lowest first. A module may import modules of its own layer or of the layers before it.
 LAYERS = [
     ("core", ["pygrad._C", "pygrad.dtypes", "pygrad.shapes", "pygrad.errors", "pygrad.proto", "pygrad.nest",
-              "pygrad.messages"]),
+              "pygrad.messages", "pygrad.kernels"]),
     ("graph", ["pygrad.graph", "pygrad.graph_def"]),
     ("registry", ["pygrad.registry", "pygrad.op_identity"]),
     ("ops", ["pygrad.ops", "pygrad.ops.*"]),

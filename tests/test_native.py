@@ -112,3 +112,65 @@ def test_a_forked_child_runs_parallel_loops():
             assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     finally:
         tf.set_num_threads(old)
+
+
+ELEMENTWISE_DEF = KERNELS_DEF.parent / "elementwise.def"
+
+
+def test_elementwise_ops_are_the_rows_of_elementwise_def():
+    rows = re.findall(r"^PG_(\w+)\((\w+),", ELEMENTWISE_DEF.read_text(), re.M)
+    kernels = {"UNARY": ["unary_fwd"], "UNARY_GRAD": ["unary_bwd"], "BINARY": ["binary_fwd"],
+               "ACTIVATION": ["activation_fwd", "activation_bwd"]}
+    listed = {}
+    for family, name in rows:
+        for kernel in kernels[family]:
+            listed.setdefault(kernel, []).append(name)
+    assert listed and listed == _C.elementwise_ops()
+
+
+def test_elementwise_op_table_is_checked_both_ways():
+    """Every op name pygrad's ops give an elementwise kernel is a row of elementwise.def, and every
+    row is used: a misspelt name (or a missing one) is reported by name when pygrad is imported."""
+    from pygrad import registry
+
+    native = _C.elementwise_ops()
+    table = registry.elementwise_table(native)
+    assert registry.check_elementwise(table, native) == []
+    assert table["unary_fwd"]["exp"] == ["Exp"] and table["activation_bwd"]["elu"] == ["EluGrad"]
+
+    misspelt = {k: dict(v) for k, v in table.items()}
+    misspelt["binary_fwd"]["squared_diference"] = misspelt["binary_fwd"].pop("squared_difference")
+    problems = registry.check_elementwise(misspelt, native)
+    assert len(problems) == 2
+    assert "binary_fwd has no op 'squared_diference'" in problems[0] and "SquaredDifference" in problems[0]
+    assert "'squared_difference' is used by no op" in problems[1]
+
+    unnamed = {**table, "unary_fwd": {**table["unary_fwd"], None: ["Mystery"]}}
+    assert registry.check_elementwise(unnamed, native) == ["unary_fwd needs an op name, none given by Mystery "
+                                                           "(OpDef.kernel_op)"]
+    wrong_kernel = {**table, "softmax_fwd": {"exp": ["Softmax"]}}
+    assert "kernel 'softmax_fwd' takes no op" in registry.check_elementwise(wrong_kernel, native)[0]
+
+
+def test_kernel_names_python_steps_to_are_in_kernels_def():
+    from pygrad import kernels
+
+    assert kernels.COPY in kernels.KERNELS and kernels.TEMP_BUFFER not in kernels.KERNELS
+    assert kernels.check_kernel_names(kernels.KERNELS, _C.kernel_names()) == []
+    assert kernels.check_kernel_names(["copy", "cpoy"], _C.kernel_names()) == [
+        "pygrad.kernels names kernel 'cpoy', which is not in csrc/pg/kernels.def"]
+
+
+@pytest.mark.parametrize("dtype, n", [(np.float32, 7), (np.int64, 1 << 17), (np.uint8, 3 << 20), (np.bool_, 0)])
+def test_copy_kernel_copies_bytes_over_threads(dtype, n, threads):
+    x = (np.arange(n) % 251).astype(dtype)
+    y = np.empty_like(x)
+    _C.call("copy", [x], [y])
+    np.testing.assert_array_equal(y, x)
+    _C.call("copy", [x], [x])  # onto itself: nothing to do
+
+
+@pytest.mark.parametrize("out, match", [(np.empty(3, np.float64), "dtype"), (np.empty(4, np.float32), "shape")])
+def test_copy_kernel_refuses_another_dtype_or_shape(out, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        _C.call("copy", [np.ones(3, np.float32)], [out])

@@ -1,7 +1,8 @@
 // The activations of tf.nn beyond relu, sigmoid and tanh, and their gradients, with TensorFlow's
 // formulas (core/kernels/relu_op_functor.h, softplus_op.h, softsign_op.h): leaky_relu, elu, selu,
-// softplus, softsign and relu6. Each is a functor chosen once, in the builder, so the inner loop is
-// a plain loop over one op. All buffers are contiguous and of one shape; any of them may alias.
+// softplus, softsign and relu6. Each is a pair of functors, a row of pg/elementwise.def, chosen once,
+// in the builder, so the inner loop is a plain loop over one op. All buffers are contiguous and of
+// one shape; any of them may alias.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -72,23 +73,19 @@ struct Relu6Grad {  // t = y (or x): dy where 0 < t < 6
   template <class T> T operator()(T dy, T t, T) const { return t > T(0) && t < T(6) ? dy : T(0); }
 };
 
+// Calls fn(Op{}) (forward) or fn(Grad{}) (backward) for the activation named `op`, by its row of
+// pg/elementwise.def.
 template <class F> Step visit_forward(const std::string& op, const char* name, F&& fn) {
-  if (op == "leaky_relu") return fn(LeakyRelu{});
-  if (op == "elu") return fn(Elu{});
-  if (op == "selu") return fn(Selu{});
-  if (op == "softplus") return fn(Softplus{});
-  if (op == "softsign") return fn(Softsign{});
-  if (op == "relu6") return fn(Relu6{});
+#define PG_ACTIVATION(n, Op, Grad) \
+  if (op == #n) return fn(Op{});
+#include "pg/elementwise.def"
   throw ShapeError(format_error(name, "unknown op '%s'", op.c_str()));
 }
 
 template <class F> Step visit_backward(const std::string& op, const char* name, F&& fn) {
-  if (op == "leaky_relu") return fn(LeakyReluGrad{});
-  if (op == "elu") return fn(EluGrad{});
-  if (op == "selu") return fn(SeluGrad{});
-  if (op == "softplus") return fn(SoftplusGrad{});
-  if (op == "softsign") return fn(SoftsignGrad{});
-  if (op == "relu6") return fn(Relu6Grad{});
+#define PG_ACTIVATION(n, Op, Grad) \
+  if (op == #n) return fn(Grad{});
+#include "pg/elementwise.def"
   throw ShapeError(format_error(name, "unknown op '%s'", op.c_str()));
 }
 

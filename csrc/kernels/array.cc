@@ -122,9 +122,7 @@ template <class T> void transpose(ConstView<T> x, const std::vector<int64_t>& pe
 }
 
 Step build_transpose(const KernelCall& c) {
-  expect_arity(c, 1, 1);
-  expect_same_dtype(c);
-  const char* op = "transpose";
+  const char* op = expect_uniform(c, 1, 1);
   const Operand x = c.in[0], y = c.out[0];
   const std::vector<int64_t> perm = c.attrs.ints("perm", op);
   PG_CHECK(int(perm.size()) == x.shape.ndim, op, "perm has %zu entries for a tensor of rank %d", perm.size(),
@@ -343,9 +341,7 @@ template <class T> void strided_slice_bwd(ConstView<T> dy, const SliceSpec& s, V
 }
 
 Step build_strided_slice_fwd(const KernelCall& c) {
-  expect_arity(c, 1, 1);
-  expect_same_dtype(c);
-  const char* op = "strided_slice_fwd";
+  const char* op = expect_uniform(c, 1, 1);
   const Operand x = c.in[0], y = c.out[0];
   const SliceSpec s = slice_spec(c, x.shape, y.shape.numel(), op);
   return dispatch_storage(x.dtype, op, [&](auto tag) -> Step {
@@ -355,9 +351,7 @@ Step build_strided_slice_fwd(const KernelCall& c) {
 }
 
 Step build_strided_slice_bwd(const KernelCall& c) {
-  expect_arity(c, 1, 1);
-  expect_same_dtype(c);
-  const char* op = "strided_slice_bwd";
+  const char* op = expect_uniform(c, 1, 1);
   const Operand dy = c.in[0], dx = c.out[0];
   const SliceSpec s = slice_spec(c, dx.shape, dy.shape.numel(), op);
   return dispatch_storage(dy.dtype, op, [&](auto tag) -> Step {
@@ -438,9 +432,7 @@ void check_tile(const KernelCall& c, const Shape& small, const Shape& big, const
 }  // namespace
 
 Step build_tile_fwd(const KernelCall& c) {
-  expect_arity(c, 1, 1);
-  expect_same_dtype(c);
-  const char* op = "tile_fwd";
+  const char* op = expect_uniform(c, 1, 1);
   const Operand x = c.in[0], y = c.out[0];
   check_tile(c, x.shape, y.shape, op);
   return dispatch_storage(x.dtype, op, [&](auto tag) -> Step {
@@ -450,9 +442,7 @@ Step build_tile_fwd(const KernelCall& c) {
 }
 
 Step build_tile_bwd(const KernelCall& c) {
-  expect_arity(c, 1, 1);
-  expect_same_dtype(c);
-  const char* op = "tile_bwd";
+  const char* op = expect_uniform(c, 1, 1);
   const Operand dy = c.in[0], dx = c.out[0];
   check_tile(c, dx.shape, dy.shape, op);
   return dispatch_number(dy.dtype, op, [&](auto tag) -> Step {

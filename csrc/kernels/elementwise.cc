@@ -1,346 +1,27 @@
-// Elementwise kernels: unary ops and their gradients, broadcasting binary ops, cast, fill,
-// broadcast_to and check_numerics. All buffers are contiguous and row-major. Every output element depends only on the
-// matching input elements, so parallel_for may split the loops anywhere and results do not depend
-// on the thread count. An op is a functor type chosen once, in the builder, so each inner loop is
-// a plain loop over one op that gcc -O3 can vectorize.
+// Elementwise kernels: unary ops and their gradients, broadcasting binary ops, cast, copy, fill,
+// broadcast_to and check_numerics. All buffers are contiguous and row-major. Every output element
+// depends only on the matching input elements, so parallel_for may split the loops anywhere and
+// results do not depend on the thread count. An op is a functor type (elementwise_ops.h) chosen
+// once, in the builder, by its row of pg/elementwise.def, so each inner loop is a plain loop over
+// one op that gcc -O3 can vectorize.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#include <limits>
+#include <map>
 #include <string>
 #include <type_traits>
+#include <vector>
 
+#include "kernels/elementwise_ops.h"
 #include "pg/parallel.h"
-#include "pg/vmath.h"
 #include "runtime/kernel.h"
 
 namespace pg {
 namespace {
+using namespace elementwise;
 
 constexpr int64_t kGrain = 32768;  // elements per parallel chunk
-
-// ---- scalar helpers ----
-
-// Integer arithmetic wraps around (two's complement) instead of overflowing, which C++ leaves
-// undefined for signed types. Floats use the plain operators.
-template <class T> using Unsigned = std::make_unsigned_t<T>;
-template <class T> T wrap_add(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return T(Unsigned<T>(a) + Unsigned<T>(b));
-  else return a + b;
-}
-template <class T> T wrap_sub(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return T(Unsigned<T>(a) - Unsigned<T>(b));
-  else return a - b;
-}
-template <class T> T wrap_mul(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return T(Unsigned<T>(a) * Unsigned<T>(b));
-  else return a * b;
-}
-template <class T> T wrap_neg(T a) {
-  if constexpr (std::is_integral_v<T>) return T(Unsigned<T>(0) - Unsigned<T>(a));
-  else return -a;
-}
-template <class T> bool is_nan(T x) {
-  if constexpr (std::is_floating_point_v<T>) return x != x;
-  else return false;
-}
-
-// Python/TF floor division for integers: the quotient rounded toward -inf. A run refuses integer
-// division by zero before it starts (refusal below); here it gives 0 and MIN / -1 wraps to MIN, so
-// no input can trap.
-template <class T> T floor_div(T a, T b) {
-  if (b == 0) return 0;
-  if (b == -1) return wrap_neg(a);
-  T q = a / b;
-  if (a % b != 0 && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-// The remainder of floor division, with the divisor's sign (Python's and TF's FloorMod).
-template <class T> T floor_mod(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    T r = std::fmod(a, b);
-    return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
-  } else {
-    if (b == 0 || b == -1) return 0;
-    T r = a % b;
-    return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
-  }
-}
-
-// base**exp for integers by repeated squaring, wrapping on overflow. A run refuses negative
-// exponents before it starts (refusal below); here they give 0, except for the bases 1 and -1.
-template <class T> T int_pow(T base, T exp) {
-  if (exp < 0) return base == 1 ? T(1) : base == -1 ? T(exp % 2 == 0 ? 1 : -1) : T(0);
-  Unsigned<T> result = 1, b = Unsigned<T>(base);
-  for (; exp != 0; exp /= 2) {
-    if (exp % 2 != 0) result *= b;
-    b *= b;
-  }
-  return T(result);
-}
-
-// static_cast with every input defined: to bool is x != 0; float to int truncates toward zero,
-// saturates at the integer's range and maps NaN to 0 (static_cast leaves those undefined);
-// float16 converts through float.
-template <class To, class From> To convert(From x) {
-  if constexpr (std::is_same_v<From, _Float16> && !std::is_same_v<To, _Float16>) {
-    return convert<To>(float(x));
-  } else if constexpr (std::is_same_v<To, bool>) {
-    return x != From(0);
-  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
-    constexpr From lo = From(std::numeric_limits<To>::min()), hi = From(std::numeric_limits<To>::max());
-    return x != x ? To(0) : x >= hi ? std::numeric_limits<To>::max() : x <= lo ? std::numeric_limits<To>::min() : To(x);
-  } else {
-    return static_cast<To>(x);
-  }
-}
-
-// Which dtypes an op accepts.
-enum class Domain { floating, number, boolean, any };
-
-template <Domain D, class F> Step dispatch_domain(DType dt, const char* name, F&& fn) {
-  if constexpr (D == Domain::floating) {
-    return dispatch_float(dt, name, fn);
-  } else if constexpr (D == Domain::number) {
-    return dispatch_number(dt, name, fn);
-  } else if constexpr (D == Domain::any) {
-    return dispatch_any(dt, name, fn);
-  } else {
-    PG_CHECK_DTYPE(dt == DType::b8, name, "expected bool, got %s", dtype_name(dt));
-    return fn(bool{});
-  }
-}
-
-// ---- unary ops: y = op(x) ----
-
-struct Neg {
-  static constexpr Domain domain = Domain::number;
-  template <class T> T operator()(T x) const { return wrap_neg(x); }
-};
-struct Abs {
-  static constexpr Domain domain = Domain::number;
-  template <class T> T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return std::abs(x);
-    else return x < 0 ? wrap_neg(x) : x;
-  }
-};
-struct Square {
-  static constexpr Domain domain = Domain::number;
-  template <class T> T operator()(T x) const { return wrap_mul(x, x); }
-};
-struct Sign {  // -1, 0 or 1; floats keep the sign of zero and NaN stays NaN
-  static constexpr Domain domain = Domain::number;
-  template <class T> T operator()(T x) const { return x > T(0) ? T(1) : x < T(0) ? T(-1) : x; }
-};
-// An op with a static array(x, y, n) has unary_fwd call it for float32 (pg/vmath.h's vectorized loops).
-struct Exp {
-  static constexpr Domain domain = Domain::floating;
-  template <class T> T operator()(T x) const { return std::exp(x); }
-  static void array(const float* x, float* y, int64_t n) { exp_f32(x, y, n); }
-};
-struct Log {
-  static constexpr Domain domain = Domain::floating;
-  template <class T> T operator()(T x) const { return std::log(x); }
-};
-struct Log1p {
-  static constexpr Domain domain = Domain::floating;
-  template <class T> T operator()(T x) const { return std::log1p(x); }
-};
-struct Sqrt {
-  static constexpr Domain domain = Domain::floating;
-  template <class T> T operator()(T x) const { return std::sqrt(x); }
-};
-struct Rsqrt {
-  static constexpr Domain domain = Domain::floating;
-  template <class T> T operator()(T x) const { return T(1) / std::sqrt(x); }
-};
-struct Reciprocal {
-  static constexpr Domain domain = Domain::floating;
-  template <class T> T operator()(T x) const { return T(1) / x; }
-};
-struct Relu {  // NaN stays NaN
-  static constexpr Domain domain = Domain::floating;
-  template <class T> T operator()(T x) const { return x < T(0) ? T(0) : x; }
-};
-struct Sigmoid {  // 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below: exp never overflows
-  static constexpr Domain domain = Domain::floating;
-  template <class T> T operator()(T x) const {
-    const T e = std::exp(-std::abs(x));
-    // The numerator is exactly 1 (x >= +0) or e (x <= -0), picked without a branch: the loop calls
-    // exp so it is not vectorized, and a branch on the sign of random inputs mispredicts.
-    const T s = std::copysign(T(1), x);
-    const T num = (T(1) + s) * T(0.5) + (T(1) - s) * T(0.5) * e;
-    return num / (T(1) + e);
-  }
-  static void array(const float* x, float* y, int64_t n) { sigmoid_f32(x, y, n); }
-};
-struct Tanh {
-  static constexpr Domain domain = Domain::floating;
-  template <class T> T operator()(T x) const {
-    if constexpr (std::is_same_v<T, float>) {
-      // (1 - e) / (1 + e) with e = exp(-2|x|), in double: within 1 ulp, about twice as fast as tanhf.
-      const double ax = std::abs(double(x)), e = std::exp(-2.0 * ax);
-      const double t = ax < 1e-4 ? ax * (1.0 - ax * ax / 3.0) : (1.0 - e) / (1.0 + e);
-      return std::copysign(float(t), x);
-    } else {
-      return std::tanh(x);
-    }
-  }
-  static void array(const float* x, float* y, int64_t n) { tanh_f32(x, y, n); }
-};
-struct Sin {
-  static constexpr Domain domain = Domain::floating;
-  template <class T> T operator()(T x) const { return std::sin(x); }
-};
-struct Cos {
-  static constexpr Domain domain = Domain::floating;
-  template <class T> T operator()(T x) const { return std::cos(x); }
-};
-struct Floor {
-  static constexpr Domain domain = Domain::floating;
-  template <class T> T operator()(T x) const { return std::floor(x); }
-};
-struct Ceil {
-  static constexpr Domain domain = Domain::floating;
-  template <class T> T operator()(T x) const { return std::ceil(x); }
-};
-struct Round {  // half to even, like numpy.rint and tf.round (default rounding mode)
-  static constexpr Domain domain = Domain::floating;
-  template <class T> T operator()(T x) const { return std::nearbyint(x); }
-};
-struct LogicalNot {
-  static constexpr Domain domain = Domain::boolean;
-  bool operator()(bool x) const { return !x; }
-};
-
-// Calls fn(Op{}) for the unary op named `op`.
-template <class F> Step visit_unary_op(const std::string& op, const char* name, F&& fn) {
-  if (op == "neg") return fn(Neg{});
-  if (op == "abs") return fn(Abs{});
-  if (op == "square") return fn(Square{});
-  if (op == "sign") return fn(Sign{});
-  if (op == "exp") return fn(Exp{});
-  if (op == "log") return fn(Log{});
-  if (op == "log1p") return fn(Log1p{});
-  if (op == "sqrt") return fn(Sqrt{});
-  if (op == "rsqrt") return fn(Rsqrt{});
-  if (op == "reciprocal") return fn(Reciprocal{});
-  if (op == "relu") return fn(Relu{});
-  if (op == "sigmoid") return fn(Sigmoid{});
-  if (op == "tanh") return fn(Tanh{});
-  if (op == "sin") return fn(Sin{});
-  if (op == "cos") return fn(Cos{});
-  if (op == "floor") return fn(Floor{});
-  if (op == "ceil") return fn(Ceil{});
-  if (op == "round") return fn(Round{});
-  if (op == "logical_not") return fn(LogicalNot{});
-  throw ShapeError(format_error(name, "unknown op '%s'", op.c_str()));
-}
-
-// ---- unary gradients: dx = op(y, dy), y the forward output ----
-
-struct ReluGrad {
-  template <class T> T operator()(T y, T dy) const { return y > T(0) ? dy : T(0); }
-};
-struct SigmoidGrad {
-  template <class T> T operator()(T y, T dy) const { return dy * y * (T(1) - y); }
-};
-struct TanhGrad {
-  template <class T> T operator()(T y, T dy) const { return dy * (T(1) - y * y); }
-};
-
-// ---- binary ops: c = op(a, b) ----
-
-struct Add {
-  static constexpr Domain domain = Domain::number;
-  template <class T> T operator()(T a, T b) const { return wrap_add(a, b); }
-};
-struct Sub {
-  static constexpr Domain domain = Domain::number;
-  template <class T> T operator()(T a, T b) const { return wrap_sub(a, b); }
-};
-struct Mul {
-  static constexpr Domain domain = Domain::number;
-  template <class T> T operator()(T a, T b) const { return wrap_mul(a, b); }
-};
-struct Maximum {  // NaN wins, like numpy.maximum
-  static constexpr Domain domain = Domain::number;
-  template <class T> T operator()(T a, T b) const { return a > b || is_nan(a) ? a : b; }
-};
-struct Minimum {
-  static constexpr Domain domain = Domain::number;
-  template <class T> T operator()(T a, T b) const { return a < b || is_nan(a) ? a : b; }
-};
-struct Div {  // true division for floats, floor division for ints
-  static constexpr Domain domain = Domain::number;
-  template <class T> T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) return a / b;
-    else return floor_div(a, b);
-  }
-};
-struct FloorDiv {
-  static constexpr Domain domain = Domain::number;
-  template <class T> T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) return std::floor(a / b);
-    else return floor_div(a, b);
-  }
-};
-struct FloorMod {
-  static constexpr Domain domain = Domain::number;
-  template <class T> T operator()(T a, T b) const { return floor_mod(a, b); }
-};
-struct Pow {
-  static constexpr Domain domain = Domain::number;
-  template <class T> T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) return std::pow(a, b);
-    else return int_pow(a, b);
-  }
-};
-struct SquaredDifference {
-  static constexpr Domain domain = Domain::floating;
-  template <class T> T operator()(T a, T b) const { return (a - b) * (a - b); }
-};
-struct Equal {
-  static constexpr Domain domain = Domain::any;
-  template <class T> bool operator()(T a, T b) const { return a == b; }
-};
-struct NotEqual {
-  static constexpr Domain domain = Domain::any;
-  template <class T> bool operator()(T a, T b) const { return a != b; }
-};
-struct Less {
-  static constexpr Domain domain = Domain::number;
-  template <class T> bool operator()(T a, T b) const { return a < b; }
-};
-struct LessEqual {
-  static constexpr Domain domain = Domain::number;
-  template <class T> bool operator()(T a, T b) const { return a <= b; }
-};
-struct Greater {
-  static constexpr Domain domain = Domain::number;
-  template <class T> bool operator()(T a, T b) const { return a > b; }
-};
-struct GreaterEqual {
-  static constexpr Domain domain = Domain::number;
-  template <class T> bool operator()(T a, T b) const { return a >= b; }
-};
-struct LogicalAnd {
-  static constexpr Domain domain = Domain::boolean;
-  bool operator()(bool a, bool b) const { return a & b; }
-};
-struct LogicalOr {
-  static constexpr Domain domain = Domain::boolean;
-  bool operator()(bool a, bool b) const { return a | b; }
-};
-struct LogicalXor {
-  static constexpr Domain domain = Domain::boolean;
-  bool operator()(bool a, bool b) const { return a != b; }
-};
-struct First {  // broadcast_to without scaling
-  template <class T> T operator()(T a, T) const { return a; }
-};
 
 // TF refuses some integer operands with InvalidArgumentError: a zero divisor, a negative exponent.
 // The message for the first such element of b, or null; checked before anything is written.
@@ -359,26 +40,26 @@ template <class Op, class T> const char* integer_refusal(ConstView<T> b) {
   return nullptr;
 }
 
+// Calls fn(Op{}) for the op named `op` of one family of pg/elementwise.def; `name` names the
+// kernel call in the error for an unknown op.
+template <class F> Step visit_unary_op(const std::string& op, const char* name, F&& fn) {
+#define PG_UNARY(n, Op) \
+  if (op == #n) return fn(Op{});
+#include "pg/elementwise.def"
+  throw ShapeError(format_error(name, "unknown op '%s'", op.c_str()));
+}
+
+template <class F> Step visit_unary_grad(const std::string& op, const char* name, F&& fn) {
+#define PG_UNARY_GRAD(n, Grad) \
+  if (op == #n) return fn(Grad{});
+#include "pg/elementwise.def"
+  throw ShapeError(format_error(name, "unknown op '%s'", op.c_str()));
+}
+
 template <class F> Step visit_binary_op(const std::string& op, const char* name, F&& fn) {
-  if (op == "add") return fn(Add{});
-  if (op == "sub") return fn(Sub{});
-  if (op == "mul") return fn(Mul{});
-  if (op == "maximum") return fn(Maximum{});
-  if (op == "minimum") return fn(Minimum{});
-  if (op == "div") return fn(Div{});
-  if (op == "floordiv") return fn(FloorDiv{});
-  if (op == "floormod") return fn(FloorMod{});
-  if (op == "pow") return fn(Pow{});
-  if (op == "squared_difference") return fn(SquaredDifference{});
-  if (op == "equal") return fn(Equal{});
-  if (op == "not_equal") return fn(NotEqual{});
-  if (op == "less") return fn(Less{});
-  if (op == "less_equal") return fn(LessEqual{});
-  if (op == "greater") return fn(Greater{});
-  if (op == "greater_equal") return fn(GreaterEqual{});
-  if (op == "logical_and") return fn(LogicalAnd{});
-  if (op == "logical_or") return fn(LogicalOr{});
-  if (op == "logical_xor") return fn(LogicalXor{});
+#define PG_BINARY(n, Op) \
+  if (op == #n) return fn(Op{});
+#include "pg/elementwise.def"
   throw ShapeError(format_error(name, "unknown op '%s'", op.c_str()));
 }
 
@@ -545,6 +226,15 @@ template <class From, class To> void cast(ConstView<From> x, View<To> y) {
   }
 }
 
+// y = x, byte for byte, in chunks over the threads. y may be x (nothing to do); no other overlap.
+void copy(const void* x, void* y, int64_t nbytes) {
+  constexpr int64_t kCopyGrain = int64_t(1) << 18;  // bytes per parallel chunk
+  if (x == y) return;
+  const char* px = static_cast<const char*>(x);
+  char* py = static_cast<char*>(y);
+  parallel_for(nbytes, kCopyGrain, [&](int64_t lo, int64_t hi) { std::memcpy(py + lo, px + lo, hi - lo); });
+}
+
 // y[...] = value.
 template <class T> void fill(View<T> y, T value) {
   T* py = y.data;
@@ -590,7 +280,7 @@ Step build_unary_bwd(const KernelCall& c) {
   const std::string& op = c.attrs.s("op", c.kernel.c_str());
   const std::string name = op_name(c, op);
   const Operand y = c.in[0], dy = c.in[1], dx = c.out[0];
-  auto make = [&](auto grad) {
+  return visit_unary_grad(op, name.c_str(), [&](auto grad) {
     using Op = decltype(grad);
     return dispatch_float(y.dtype, name.c_str(), [&](auto t) -> Step {
       using T = decltype(t);
@@ -598,11 +288,7 @@ Step build_unary_bwd(const KernelCall& c) {
       expect_same(name.c_str(), dx, y, "dx", "y");
       return [y, dy, dx](Frame& f) { unary_bwd(cview<T>(f, y), cview<T>(f, dy), view<T>(f, dx), Op{}); };
     });
-  };
-  if (op == "relu") return make(ReluGrad{});
-  if (op == "sigmoid") return make(SigmoidGrad{});
-  if (op == "tanh") return make(TanhGrad{});
-  throw ShapeError(format_error(name.c_str(), "unknown op '%s' (expected relu, sigmoid or tanh)", op.c_str()));
+  });
 }
 
 Step build_binary_fwd(const KernelCall& c) {
@@ -648,6 +334,16 @@ Step build_cast(const KernelCall& c) {
       return [x, y](Frame& f) { cast(cview<From>(f, x), view<To>(f, y)); };
     });
   });
+}
+
+// in: x; out: y of x's dtype and shape. A copy: a variable read as a snapshot, a loop variable's new
+// value into its buffer.
+Step build_copy(const KernelCall& c) {
+  expect_arity(c, 1, 1);
+  const Operand x = c.in[0], y = c.out[0];
+  expect_same(c.kernel.c_str(), y, x, "y", "x");
+  const int64_t nbytes = x.shape.numel() * dtype_size(x.dtype);
+  return [x, y, nbytes](Frame& f) { copy(f.ptr[x.buffer], f.ptr[y.buffer], nbytes); };
 }
 
 Step build_fill(const KernelCall& c) {
@@ -710,6 +406,18 @@ Step build_check_numerics(const KernelCall& c) {
     using T = decltype(t);
     return [x, message](Frame& f) { check_numerics(cview<T>(f, x), message); };
   });
+}
+
+std::map<std::string, std::vector<std::string>> elementwise_ops() {
+  std::map<std::string, std::vector<std::string>> ops;
+#define PG_UNARY(name, Op) ops["unary_fwd"].push_back(#name);
+#define PG_UNARY_GRAD(name, Grad) ops["unary_bwd"].push_back(#name);
+#define PG_BINARY(name, Op) ops["binary_fwd"].push_back(#name);
+#define PG_ACTIVATION(name, Op, Grad) \
+  ops["activation_fwd"].push_back(#name); \
+  ops["activation_bwd"].push_back(#name);
+#include "pg/elementwise.def"
+  return ops;
 }
 
 }  // namespace pg

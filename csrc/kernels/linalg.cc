@@ -110,9 +110,7 @@ std::pair<int64_t, int64_t> square_batch(const char* op, const Shape& a) {
 }  // namespace
 
 Step build_matrix_inverse(const KernelCall& c) {
-  expect_arity(c, 1, 1);
-  expect_same_dtype(c);
-  const char* op = "matrix_inverse";
+  const char* op = expect_uniform(c, 1, 1);
   const Operand a = c.in[0], y = c.out[0];
   const auto bn = square_batch(op, a.shape);
   const int64_t batch = bn.first, n = bn.second;
@@ -126,9 +124,7 @@ Step build_matrix_inverse(const KernelCall& c) {
 }
 
 Step build_matrix_determinant(const KernelCall& c) {
-  expect_arity(c, 1, 1);
-  expect_same_dtype(c);
-  const char* op = "matrix_determinant";
+  const char* op = expect_uniform(c, 1, 1);
   const Operand a = c.in[0], det = c.out[0];
   const auto bn = square_batch(op, a.shape);
   const int64_t batch = bn.first, n = bn.second;

@@ -36,9 +36,7 @@ template <class T> void matmul_fwd(ConstView<T> a, ConstView<T> b, bool ta, bool
 }
 
 Step build_matmul_fwd(const KernelCall& c) {
-  expect_arity(c, 2, 1);
-  expect_same_dtype(c);
-  const char* op = "matmul_fwd";
+  const char* op = expect_uniform(c, 2, 1);
   const Operand a = c.in[0], b = c.in[1], out = c.out[0];
   const bool ta = c.attrs.i("transpose_a", int64_t{0}) != 0, tb = c.attrs.i("transpose_b", int64_t{0}) != 0;
   const int ra = a.shape.ndim, rb = b.shape.ndim, r = out.shape.ndim;

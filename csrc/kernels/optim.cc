@@ -46,9 +46,7 @@ template <class T> void apply_gradient_descent(View<T> var, T lr, ConstView<T> g
 }
 
 Step build_apply_gradient_descent(const KernelCall& c) {  // in: var, lr, grad
-  expect_arity(c, 3, 1);
-  expect_same_dtype(c);
-  const char* op = "apply_gradient_descent";
+  const char* op = expect_uniform(c, 3, 1);
   check_scalars(c, op, 1, 2);
   check_like_var(c, op, {2});
   const Operand var = c.in[0], lr = c.in[1], grad = c.in[2];
@@ -80,9 +78,7 @@ template <class T> void apply_momentum(View<T> var, View<T> accum, ConstView<T> 
 }
 
 Step build_apply_momentum(const KernelCall& c) {  // in: var, accum, lr, grad, momentum
-  expect_arity(c, 5, 1);
-  expect_same_dtype(c);
-  const char* op = "apply_momentum";
+  const char* op = expect_uniform(c, 5, 1);
   check_scalars(c, op, 2, 3);
   check_scalars(c, op, 4, 5);
   check_like_var(c, op, {1, 3});
@@ -112,9 +108,7 @@ template <class T> void apply_adagrad(View<T> var, View<T> accum, ConstView<T> g
 }
 
 Step build_apply_adagrad(const KernelCall& c) {  // in: var, accum, lr, grad
-  expect_arity(c, 4, 1);
-  expect_same_dtype(c);
-  const char* op = "apply_adagrad";
+  const char* op = expect_uniform(c, 4, 1);
   check_scalars(c, op, 2, 3);
   check_like_var(c, op, {1, 3});
   const Operand var = c.in[0], accum = c.in[1], lr = c.in[2], grad = c.in[3];
@@ -160,9 +154,7 @@ void apply_rms_prop(View<T> var, View<T> ms, View<T> mom, T* mg, ConstView<T> gr
 
 Step build_apply_rms_prop(const KernelCall& c) {  // in: var, ms, mom, lr, rho, momentum, epsilon, grad [, mg]
   const bool centered = c.in.size() == 9;
-  expect_arity(c, centered ? 9 : 8, 1);
-  expect_same_dtype(c);
-  const char* op = "apply_rms_prop";
+  const char* op = expect_uniform(c, centered ? 9 : 8, 1);
   check_scalars(c, op, 3, 7);
   check_like_var(c, op, {1, 2, 7});
   if (centered) check_like_var(c, op, {8});
@@ -204,9 +196,7 @@ template <class T> void apply_adam(View<T> var, View<T> m, View<T> v, ConstView<
 }
 
 Step build_apply_adam(const KernelCall& c) {  // in: var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad
-  expect_arity(c, 10, 1);
-  expect_same_dtype(c);
-  const char* op = "apply_adam";
+  const char* op = expect_uniform(c, 10, 1);
   check_scalars(c, op, 3, 9);
   check_like_var(c, op, {1, 2, 9});
   const Operand var = c.in[0], m = c.in[1], v = c.in[2], b1p = c.in[3], b2p = c.in[4], lr = c.in[5], b1 = c.in[6],
@@ -241,9 +231,7 @@ void adadelta_chunk(int64_t n, T* __restrict v, T* __restrict a, T* __restrict u
 }
 
 Step build_apply_adadelta(const KernelCall& c) {  // in: var, accum, accum_update, lr, rho, epsilon, grad
-  expect_arity(c, 7, 1);
-  expect_same_dtype(c);
-  const char* op = "apply_adadelta";
+  const char* op = expect_uniform(c, 7, 1);
   check_scalars(c, op, 3, 6);
   check_like_var(c, op, {1, 2, 6});
   const Operand var = c.in[0], accum = c.in[1], update = c.in[2], lr = c.in[3], rho = c.in[4], eps = c.in[5],
@@ -288,9 +276,7 @@ void proximal_chunk(int64_t n, T* __restrict v, T* __restrict a, const T* __rest
 // in: var, lr, l1, l2, grad (gradient descent) or var, accum, lr, l1, l2, grad (Adagrad)
 Step build_apply_proximal(const KernelCall& c, bool adagrad) {
   const size_t first = adagrad ? 2 : 1;
-  expect_arity(c, first + 4, 1);
-  expect_same_dtype(c);
-  const char* op = adagrad ? "apply_proximal_adagrad" : "apply_proximal_gradient_descent";
+  const char* op = expect_uniform(c, first + 4, 1);
   check_scalars(c, op, first, first + 3);
   if (adagrad) check_like_var(c, op, {1, first + 3});
   else check_like_var(c, op, {first + 3});
@@ -341,9 +327,7 @@ void ftrl_chunk(int64_t n, T* __restrict v, T* __restrict a, T* __restrict lin, 
 // in: var, accum, linear, grad, lr, l1, l2, lr_power [, l2_shrinkage (ApplyFtrlV2)]
 Step build_apply_ftrl(const KernelCall& c) {
   const bool v2 = c.in.size() == 9;
-  expect_arity(c, v2 ? 9 : 8, 1);
-  expect_same_dtype(c);
-  const char* op = "apply_ftrl";
+  const char* op = expect_uniform(c, v2 ? 9 : 8, 1);
   check_scalars(c, op, 4, c.in.size());
   check_like_var(c, op, {1, 2, 3});
   const Operand var = c.in[0], accum = c.in[1], linear = c.in[2], grad = c.in[3], lr = c.in[4], l1 = c.in[5],

@@ -105,9 +105,7 @@ template <class T> void pad_bwd(ConstView<T> dy, const PadSpec& s, View<T> dx) {
 }
 
 Step build_pad_fwd(const KernelCall& c) {
-  expect_arity(c, 1, 1);
-  expect_same_dtype(c);
-  const char* op = "pad_fwd";
+  const char* op = expect_uniform(c, 1, 1);
   const Operand x = c.in[0], y = c.out[0];
   const PadSpec s = pad_spec(c, op, x.shape, y.shape);
   const double value = c.attrs.f("constant_value", 0.0);
@@ -119,9 +117,7 @@ Step build_pad_fwd(const KernelCall& c) {
 }
 
 Step build_pad_bwd(const KernelCall& c) {
-  expect_arity(c, 1, 1);
-  expect_same_dtype(c);
-  const char* op = "pad_bwd";
+  const char* op = expect_uniform(c, 1, 1);
   const Operand dy = c.in[0], dx = c.out[0];
   const PadSpec s = pad_spec(c, op, dx.shape, dy.shape);
   return dispatch_number(dy.dtype, op, [&](auto tag) -> Step {

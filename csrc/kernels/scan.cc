@@ -35,9 +35,7 @@ void cumulative(ConstView<T> x, int64_t outer, int64_t n, int64_t inner, bool pr
 }
 
 Step build_cumulative(const KernelCall& c) {
-  expect_arity(c, 1, 1);
-  expect_same_dtype(c);
-  const char* op = "cumulative";
+  const char* op = expect_uniform(c, 1, 1);
   const Operand x = c.in[0], y = c.out[0];
   const int64_t axis = c.attrs.i("axis", op);
   const std::string& kind = c.attrs.s("op", op);

@@ -22,9 +22,7 @@ template <class T> void assign(View<T> ref, ConstView<T> value, int mode) {
 }
 
 Step build_assign(const KernelCall& c) {
-  expect_arity(c, 2, 1);
-  expect_same_dtype(c);
-  const char* op = "assign";
+  const char* op = expect_uniform(c, 2, 1);
   const Operand ref = c.in[0], value = c.in[1], out = c.out[0];
   const std::string& mode_name = c.attrs.s("op", op);
   const int mode = mode_name == "assign" ? 0 : mode_name == "add" ? 1 : mode_name == "sub" ? 2 : -1;

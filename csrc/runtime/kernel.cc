@@ -141,4 +141,10 @@ void expect_same_dtype(const KernelCall& c) {
                                       dtype_name(first.dtype), dtype_name(o.dtype)));
 }
 
+const char* expect_uniform(const KernelCall& c, size_t n_in, size_t n_out) {
+  expect_arity(c, n_in, n_out);
+  expect_same_dtype(c);
+  return c.kernel.c_str();
+}
+
 }  // namespace pg

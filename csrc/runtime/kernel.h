@@ -65,6 +65,8 @@ using KernelBuilder = Step (*)(const KernelCall&);
 KernelBuilder find_kernel(const std::string& name);
 // Every name in kernels.def, in order.
 std::vector<std::string> kernel_names();
+// The ops of each elementwise kernel ("unary_fwd": ["neg", "abs", ...]), as pg/elementwise.def lists them.
+std::map<std::string, std::vector<std::string>> elementwise_ops();
 // Builds the step for `call`, with a clear error for an unknown kernel or wrong operand count.
 Step build_step(const KernelCall& call);
 
@@ -72,6 +74,9 @@ Step build_step(const KernelCall& call);
 void expect_arity(const KernelCall& c, size_t n_in, size_t n_out);
 void expect_dtype(const KernelCall& c, const Operand& o, DType dt, const char* what);
 void expect_same_dtype(const KernelCall& c);  // all inputs and outputs share one dtype
+// The opening of a builder whose operands all share one dtype: expect_arity and expect_same_dtype.
+// Returns the kernel's name, for the builder's own checks and its dispatch_float (or _number, ...).
+const char* expect_uniform(const KernelCall& c, size_t n_in, size_t n_out);
 
 // Calls fn(T{}) with T the C++ type of dt, for float32 and float64.
 template <class F> auto dispatch_float(DType dt, const char* op, F&& fn) {

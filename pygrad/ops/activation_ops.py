@@ -23,6 +23,7 @@ def _activation(type_name, kernel_op, grad):
         check_dtype(x, FLOATS, "features")
         return Spec(x.dtype, x.shape)
 
+    d.kernel_op = kernel_op
     d.native_attrs(lambda attrs, ins, outs: {"op": kernel_op, "alpha": float(attrs.get("alpha", 0.0))})
     d.grad(grad)
     return d
@@ -42,6 +43,7 @@ def _activation_grad(type_name, kernel_op, grad):
             fail(f"gradients {dy.shape} and features {t.shape} must have the same shape")
         return Spec(dy.dtype, dy.shape.merge_with(t.shape))
 
+    d.kernel_op = kernel_op
     d.native_attrs(lambda attrs, ins, outs: {"op": kernel_op, "alpha": float(attrs.get("alpha", 0.0))})
     d.grad(grad)
     return d

@@ -22,7 +22,8 @@ def check_dtype(x, allowed, what="x"):
 
 
 def _unary(type_name, kernel_op, allowed, grad=None):
-    """An elementwise op y = f(x) on the unary_fwd kernel; grad(op, dy) gives [dx]."""
+    """An elementwise op y = f(x) on the unary_fwd kernel, kernel_op its row of csrc/pg/elementwise.def
+    (registry.check_elementwise checks it at import); grad(op, dy) gives [dx]."""
     d = OpDef(type_name, kernel="unary_fwd", differentiable=grad is not None)
     d.allowed = allowed
 
@@ -31,6 +32,7 @@ def _unary(type_name, kernel_op, allowed, grad=None):
         check_dtype(x, allowed)
         return Spec(x.dtype, x.shape)
 
+    d.kernel_op = kernel_op
     d.native_attrs(lambda attrs, ins, outs: {"op": kernel_op})
     if grad is not None:
         d.grad(grad)
@@ -80,6 +82,7 @@ def _unary_grad_op(type_name, kernel_op, grad):
             fail(f"y {y.shape} and dy {dy.shape} must have the same shape")
         return Spec(y.dtype, y.shape.merge_with(dy.shape))
 
+    d.kernel_op = kernel_op
     d.native_attrs(lambda attrs, ins, outs: {"op": kernel_op})
     d.grad(grad)
     return d
@@ -162,6 +165,7 @@ def _binary(type_name, kernel_op, allowed, grad=None, out_dtype=None):
             fail(f"incompatible shapes for broadcasting, got x: {a.shape} and y: {b.shape}")
         return Spec(out_dtype or a.dtype, shape)
 
+    d.kernel_op = kernel_op
     d.native_attrs(lambda attrs, ins, outs: {"op": kernel_op})
     if grad is not None:
         d.grad(grad)
@@ -308,9 +312,9 @@ def _(ctx, op):
     out = ctx.output(0)
     acc = ctx.operand(op.inputs[0])
     if len(op.inputs) == 1:
-        ctx.step("binary_fwd", [acc, ctx.zero_like(op.inputs[0])], [out], {"op": "add"})
+        ctx.step(Add.kernel, [acc, ctx.zero_like(op.inputs[0])], [out], {"op": Add.kernel_op})
     for t in op.inputs[1:]:
-        ctx.step("binary_fwd", [acc, ctx.operand(t)], [out], {"op": "add"})
+        ctx.step(Add.kernel, [acc, ctx.operand(t)], [out], {"op": Add.kernel_op})
         acc = out
 
 

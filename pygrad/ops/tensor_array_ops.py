@@ -16,6 +16,7 @@ keep the size they were given: a write past it raises. Reads do not clear rows
 """
 from pygrad import dtypes
 from pygrad.graph import Tensor, unwrap
+from pygrad.kernels import COPY, TEMP_BUFFER
 from pygrad.ops import array_ops, manip_ops, state_ops
 from pygrad.registry import ALIAS, CUSTOM, OpDef, Spec, fail
 from pygrad.shapes import TensorShape, as_shape
@@ -82,7 +83,7 @@ def _(flow, index, value):
 def _(ctx, op):
     flow, index, value = op.inputs
     src = ctx.program.buffer_of[flow]
-    if src.kind == "temp":
+    if src.kind == TEMP_BUFFER:
         ctx.program.buffer_of[op.outputs[0]] = src
         out = ctx.operand(op.outputs[0])
     else:  # a constant or a feed is never written: write a copy
@@ -126,7 +127,7 @@ def _(ctx, op):
     ctx.step("ta_write", [ctx.operand(op.inputs[1]), ctx.operand(op.inputs[0])], [out], {})
 
 
-TensorArrayCopy = OpDef("TensorArrayCopy", kernel="cast")  # unstack: a buffer of its own, written in place
+TensorArrayCopy = OpDef("TensorArrayCopy", kernel=COPY)  # unstack: a buffer of its own, written in place
 
 
 @TensorArrayCopy.shape

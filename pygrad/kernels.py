@@ -1,0 +1,38 @@
+"""The names of the native kernels that Python code steps to by name (lowering, fusion and custom
+lowerings; an OpDef names its kernel itself, and registry.check_registry checks it), and the kinds
+of a plan's buffers. csrc/pg/kernels.def is the one list of kernels: every name here is checked
+against it (_C.kernel_names()) when pygrad is imported."""
+from pygrad import _C
+
+# ---- kernels (csrc/pg/kernels.def)
+UNARY_FWD = "unary_fwd"
+UNARY_BWD = "unary_bwd"
+BINARY_FWD = "binary_fwd"
+BROADCAST_TO = "broadcast_to"
+COPY = "copy"  # y = x, same dtype and shape (cast converts)
+FILL = "fill"
+CONV2D_FWD = "conv2d_fwd"
+SOFTMAX_NLL = "softmax_nll"
+TA_WRITE = "ta_write"
+
+# ---- the kinds of a plan's buffers (lowering.Buffer.kind; the native Plan's add_feed, add_const,
+# add_var and add_temp)
+FEED_BUFFER = "feed"  # a fed array, bound at each run
+CONST_BUFFER = "const"  # an array of the graph's, read in place
+VAR_BUFFER = "var"  # a variable of the session's store
+TEMP_BUFFER = "temp"  # an intermediate of the run, in its arena
+
+# Every kernel name above.
+KERNELS = tuple(v for k, v in dict(globals()).items() if k.isupper() and k[0] != "_" and not k.endswith("_BUFFER"))
+
+
+def check_kernel_names(names, native):
+    """The names of names that are not kernels of native (the list of kernels.def), as problems."""
+    known = set(native)
+    return [f"pygrad.kernels names kernel {n!r}, which is not in csrc/pg/kernels.def" for n in names
+            if n not in known]
+
+
+_problems = check_kernel_names(KERNELS, _C.kernel_names())
+if _problems:
+    raise RuntimeError("\n".join(_problems))
