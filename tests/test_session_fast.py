@@ -1,5 +1,5 @@
 """The compiled Session.run path (pygrad/_run.pyx): the runs it takes give what the Python path
-(BaseSession._run_general) gives, values, types and errors alike, and the runs it does not take
+(BaseSession.run_general) gives, values, types and errors alike, and the runs it does not take
 go to the Python path."""
 import numpy as np
 import pytest
@@ -12,20 +12,20 @@ from pygrad.session import BaseSession
 def general_calls(monkeypatch):
     """The number of runs that went to the Python path, as a one-element list."""
     calls = [0]
-    general = BaseSession._run_general
+    general = BaseSession.run_general
 
     def counted(self, fetches, feed_dict):
         calls[0] += 1
         return general(self, fetches, feed_dict)
 
-    monkeypatch.setattr(BaseSession, "_run_general", counted)
+    monkeypatch.setattr(BaseSession, "run_general", counted)
     return calls
 
 
 def both_paths(sess, fetches, feed_dict):
     """(the compiled path's value, the Python path's value) of one run, the plan already cached."""
     sess.run(fetches, feed_dict)
-    return sess.run(fetches, feed_dict), sess._run_general(fetches, feed_dict)
+    return sess.run(fetches, feed_dict), sess.run_general(fetches, feed_dict)
 
 
 def assert_same(a, b):
@@ -77,7 +77,7 @@ def test_array_feeds_structures_and_ops(general_calls):
                 fast = sess.run(fetches, {x: value})
                 assert general_calls[0] == calls  # the compiled path took it
                 sess.run(restore, {saved: before})
-                general = sess._run_general(fetches, {x: value})
+                general = sess.run_general(fetches, {x: value})
                 assert_same(fast, general)
                 sess.run(restore, {saved: before})
 
