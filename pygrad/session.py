@@ -142,7 +142,7 @@ class BaseSession:
 
     def _run_plan(self, elements, feed_tensors, arrays):
         """The values of elements (None for ops) from one run of the plan of this signature."""
-        key = PlanCache.key(elements, feed_tensors, tuple(a.shape for a in arrays))
+        key = PlanCache.key(elements, feed_tensors, tuple([a.shape for a in arrays]))
         compiled = self.plans.get(key)
         if compiled is None:
             compiled = self._compile(elements, feed_tensors, arrays)
