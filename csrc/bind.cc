@@ -2,13 +2,15 @@
 // the mapping of native errors to Python ones (ShapeError -> ValueError, DTypeError -> TypeError,
 // PreconditionError -> _C.UninitializedError, StepError -> _C.StepError with its `step`). It also
 // exports the C entry of the compiled Session.run path (pygrad/_run.pyx): `_C.run_api`, a capsule
-// holding a RunApi, which runs a plan on pointers the caller checked, without argument parsing.
+// holding the pg_RunApi of pg/run_api.h, which runs a plan on pointers the caller checked, without
+// argument parsing.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include "pg/crc32c.h"
 #include "pg/parallel.h"
+#include "pg/run_api.h"
 #include "pg/signals.h"
 #include "runtime/plan.h"
 
@@ -197,16 +199,7 @@ void set_python_error() {
   }
 }
 
-// The C entry of pygrad/_run.pyx (declared there too; keep the two in step). execute runs the
-// plan at `plan` (Plan.address) on feeds[i] (data of the plan's feed i: dtype and shape checked
-// by the caller) and copies fetch j to outs[j], with the GIL released; 0, or -1 with the Python
-// error set.
-struct RunApi {
-  int version;
-  int (*execute)(void* plan, const void* const* feeds, Py_ssize_t num_feeds, void* const* outs,
-                 Py_ssize_t num_outs);
-};
-
+// run_api's execute (pg/run_api.h).
 int execute_plan(void* plan, const void* const* feeds, Py_ssize_t num_feeds, void* const* outs, Py_ssize_t num_outs) {
   PyThreadState* thread = PyEval_SaveThread();
   try {
@@ -220,7 +213,7 @@ int execute_plan(void* plan, const void* const* feeds, Py_ssize_t num_feeds, voi
   return 0;
 }
 
-const RunApi run_api{1, &execute_plan};
+const pg_RunApi run_api{PG_RUN_API_VERSION, &execute_plan};
 
 }  // namespace
 }  // namespace pg
@@ -243,7 +236,7 @@ PYBIND11_MODULE(_C, m) {
       set_python_error();
     }
   });
-  m.attr("run_api") = py::capsule(&run_api, "pygrad._C.run_api");
+  m.attr("run_api") = py::capsule(&run_api, PG_RUN_API_CAPSULE);
 
   py::dict dtypes;
   for (int code = 0; code < kNumDTypes; ++code) dtypes[dtype_name(DType(code))] = code;

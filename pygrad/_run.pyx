@@ -1,19 +1,21 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Session.run, compiled: BaseSession.run is `run` below.
+"""Session.run, compiled: BaseSession.run is `run` below, an accelerator of the session's
+run_general that uses only the session's documented attributes (BaseSession's docstring).
 
 It takes the common run in C: fetches that are one Tensor, or a flat list or tuple of Tensors and
 Operations, of the session's graph; a feed_dict (a dict) whose keys are Tensors of that graph and
 whose values are arrays of the tensor's dtype (C-contiguous and aligned: bound without a copy),
 Python floats and ints that a float32, float64, int32 or int64 tensor holds (converted in place,
-no array made), or anything else BaseSession._convert_feed turns into an array; a graph without
-host ops; and a plan already built for that signature. The plan is looked up in the session's
-cache by the key the Python path uses, and runs through _C's C entry (run_api) on the feeds' data
-pointers; the fetched values come back as new arrays, and as NumPy scalars for 0-d ones.
+no array made), or anything else the session's convert_feed turns into an array; a graph without
+host ops; and a plan already built for that signature that has an `entry` (below). The plan is
+looked up with the session's PlanCache's get, by its key (PlanCache.key) built here in C, and
+runs through _C's C entry (pg/run_api.h) on the feeds' data pointers; the fetched values come
+back as new arrays, and as NumPy scalars for 0-d ones.
 
-Everything else goes to BaseSession._run_general, which defines what a run does: other fetch or
-feed structures, the first run of a signature (which builds and caches its plan), plans with
+Everything else goes to the session's run_general, which defines what a run does: other fetch
+or feed structures, the first run of a signature (which builds and caches its plan), plans with
 values held in Python, and the errors (a refused value, key or fetch raises there, and a plan
-that fails maps to TF's error through BaseSession._run_error). This file only recognises the
+that fails maps to TF's error through the session's run_error). This file only recognises the
 common case and does the same work in fewer instructions.
 """
 from libc.math cimport fabs, isfinite
@@ -34,23 +36,18 @@ cdef extern from "numpy/arrayobject.h":
 
 cnp.import_array()
 
-cdef extern from *:
-    """
-    /* _C's RunApi (csrc/bind.cc); keep the two in step. */
-    typedef struct {
-      int version;
-      int (*execute)(void* plan, const void* const* feeds, Py_ssize_t num_feeds, void* const* outs,
-                     Py_ssize_t num_outs);
-    } pg_RunApi;
-    """
+cdef extern from "pg/run_api.h":
+    int PG_RUN_API_VERSION
+    const char* PG_RUN_API_CAPSULE
     ctypedef struct pg_RunApi:
         int version
         int (*execute)(void* plan, const void* const* feeds, Py_ssize_t num_feeds, void* const* outs,
                        Py_ssize_t num_outs) except -1
 
-cdef const pg_RunApi* api = <const pg_RunApi*>PyCapsule_GetPointer(_C.run_api, "pygrad._C.run_api")
-if api.version != 1:
-    raise ImportError(f"pygrad._run expects version 1 of _C.run_api, got {api.version}: rebuild pygrad")
+cdef const pg_RunApi* api = <const pg_RunApi*>PyCapsule_GetPointer(_C.run_api, PG_RUN_API_CAPSULE)
+if api.version != PG_RUN_API_VERSION:
+    raise ImportError(f"pygrad._run expects version {PG_RUN_API_VERSION} of _C.run_api, got {api.version}: "
+                      f"rebuild pygrad")
 
 cdef enum:
     MAX_VALUES = 16  # at most this many feeds and 0-d fetches on this path (their values live on the C stack)
@@ -68,34 +65,37 @@ cdef class _Fetch:
 
 
 cdef class _Entry:
-    """What this path needs of a CompiledRun: the native plan's address (the CompiledRun keeps the
-    plan alive and holds this entry), its feed count and fetches, and where each element's value is
-    among the fetches (None for an op)."""
+    """What this path needs of a CompiledRun, in C: the native plan's address (the CompiledRun
+    keeps the plan alive and holds this entry), its feed count and fetches, and where each
+    element's value is among the fetches (None for an op)."""
     cdef void* plan
     cdef Py_ssize_t num_feeds
     cdef list fetches
-    cdef Py_ssize_t num_scalars
     cdef tuple fetch_index
 
-    def __init__(self, compiled):
-        plan = compiled.plan
-        self.plan = <void*><uintptr_t>plan.address
-        self.num_feeds = plan.num_feeds
-        self.fetches = []
-        self.num_scalars = 0
-        for code, shape in plan.fetch_specs:
-            f = _Fetch()
-            f.descr = np.dtype(_DTYPE_NAMES[code])
-            f.typenum = f.descr.num
-            f.ndim = len(shape)
-            for i in range(f.ndim):
-                f.dims[i] = shape[i]
-            self.num_scalars += f.ndim == 0
-            self.fetches.append(f)
-        self.fetch_index = tuple(compiled.fetch_index)
 
-
-_DTYPE_NAMES = {code: name for name, code in _C.dtypes.items()}
+def entry(compiled):
+    """This path's record of compiled (a lowering.CompiledRun of an all-native plan), from the data
+    lowering computed: the `fast` factory the session gives compile_run. None when the plan has
+    more 0-d fetches or fetches than this path holds (the Python path then runs it)."""
+    cdef _Entry e = _Entry()
+    cdef _Fetch f
+    cdef Py_ssize_t i
+    if compiled.num_scalars > MAX_VALUES or len(compiled.fetch_shapes) > MAX_VALUES * 4:
+        return None
+    e.plan = <void*><uintptr_t>compiled.address
+    e.num_feeds = compiled.num_feeds
+    e.fetches = []
+    for dtype, shape in zip(compiled.fetch_dtypes, compiled.fetch_shapes):
+        f = _Fetch()
+        f.descr = dtype
+        f.typenum = f.descr.num
+        f.ndim = len(shape)
+        for i in range(f.ndim):
+            f.dims[i] = shape[i]
+        e.fetches.append(f)
+    e.fetch_index = tuple(compiled.fetch_index)
+    return e
 
 
 cdef inline bint _scalar_feed(object value, int typenum, char* out):
@@ -148,36 +148,36 @@ def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
     cdef _Entry entry
     cdef _Fetch f
     cdef object d, shape
-    if self._closed:
+    if self.closed:
         raise RuntimeError("Attempted to use a closed Session.")
     graph = self.graph
     if graph.host_ops:
-        return self._run_general(fetches, feed_dict)
+        return self.run_general(fetches, feed_dict)
     kind = type(fetches)
     # (A Tensor's graph is its op's: read through the slot, not the property.)
     if kind is Tensor:
         if fetches.op.graph is not graph:
-            return self._run_general(fetches, feed_dict)
+            return self.run_general(fetches, feed_dict)
         elements = (fetches,)
     elif kind is list or kind is tuple:
         for e in fetches:
             if type(e) is Tensor:
                 if e.op.graph is not graph:
-                    return self._run_general(fetches, feed_dict)
+                    return self.run_general(fetches, feed_dict)
             elif type(e) is not Operation or e.graph is not graph:
-                return self._run_general(fetches, feed_dict)
+                return self.run_general(fetches, feed_dict)
         elements = tuple(fetches)
     else:
-        return self._run_general(fetches, feed_dict)
+        return self.run_general(fetches, feed_dict)
 
-    # The feeds: their tensors, shapes (the plan cache's key) and data pointers; keep holds the
+    # The feeds: their tensors, shapes (of the plan cache's key) and data pointers; keep holds the
     # arrays (the feed_dict's or converted ones) until the run ends.
     if feed_dict is None or (type(feed_dict) is dict and len(<dict>feed_dict) == 0):
         n = 0
     elif type(feed_dict) is dict and len(<dict>feed_dict) <= MAX_VALUES:
         n = len(<dict>feed_dict)
     else:
-        return self._run_general(fetches, feed_dict)
+        return self.run_general(fetches, feed_dict)
     tensors = PyTuple_New(n)
     shapes = PyTuple_New(n)
     keep = []
@@ -185,10 +185,10 @@ def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
     if n:
         for key, value in (<dict>feed_dict).items():
             if type(key) is not Tensor or key.op.graph is not graph:
-                return self._run_general(fetches, feed_dict)
+                return self.run_general(fetches, feed_dict)
             want = key.dtype.np
             if (<cnp.dtype>want).kind == c'O':  # strings: held in Python
-                return self._run_general(fetches, feed_dict)
+                return self.run_general(fetches, feed_dict)
             if type(value) is not cnp.ndarray:
                 if _scalar_feed(value, (<cnp.dtype>want).num, <char*>&feed_values[i]):
                     feed_ptrs[i] = &feed_values[i]
@@ -198,14 +198,14 @@ def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
                     PyTuple_SET_ITEM(shapes, i, SCALAR_SHAPE)
                     i += 1
                     continue
-                value = self._convert_feed(key, value)
+                value = self.convert_feed(key, value)
             elif not (<object>cnp.PyArray_DESCR(<cnp.ndarray>value) is want or
                       <object>cnp.PyArray_DESCR(<cnp.ndarray>value) == want) \
                     or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>value) \
                     or not cnp.PyArray_ISALIGNED(<cnp.ndarray>value):
-                value = self._convert_feed(key, value)  # another dtype, or strided: converted or copied
+                value = self.convert_feed(key, value)  # another dtype, or strided: converted or copied
             if type(value) is not cnp.ndarray:
-                return self._run_general(fetches, feed_dict)
+                return self.run_general(fetches, feed_dict)
             arr = <cnp.ndarray>value
             keep.append(value)
             feed_ptrs[i] = cnp.PyArray_DATA(arr)
@@ -221,15 +221,15 @@ def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
             PyTuple_SET_ITEM(shapes, i, shape)
             i += 1
 
-    plans = <dict?>self._plans
-    compiled = plans.get((elements, tensors, shapes))
-    if compiled is None or compiled.host is not None:
-        return self._run_general(fetches, feed_dict)  # (builds and caches the plan)
-    if compiled.fast is None:
-        compiled.fast = _Entry(compiled)
-    entry = <_Entry>compiled.fast
-    if entry.num_feeds != n or entry.num_scalars > MAX_VALUES or len(entry.fetches) > MAX_VALUES * 4:
-        return self._run_general(fetches, feed_dict)
+    compiled = self.plans.get((elements, tensors, shapes))  # PlanCache.key(elements, tensors, shapes)
+    if compiled is None:
+        return self.run_general(fetches, feed_dict)  # (builds and caches the plan)
+    fast = compiled.fast
+    if fast is None:  # (values held in Python, or more than this path holds)
+        return self.run_general(fetches, feed_dict)
+    entry = <_Entry>fast
+    if entry.num_feeds != n:
+        return self.run_general(fetches, feed_dict)
 
     outs = []
     k = 0
@@ -246,7 +246,7 @@ def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
     try:
         api.execute(entry.plan, feed_ptrs, n, out_ptrs, len(entry.fetches))
     except (_C.UninitializedError, MemoryError, _C.StepError) as e:
-        raise self._run_error(compiled, e) from None
+        raise self.run_error(compiled, e) from None
     k = 0
     for j in range(len(entry.fetches)):
         f = <_Fetch>entry.fetches[j]

@@ -19,7 +19,7 @@ import heapq
 import numpy as np
 
 from pygrad import _C, errors
-from pygrad.dtypes import MEMORY_BYTES
+from pygrad.dtypes import ALL_DTYPES, MEMORY_BYTES
 from pygrad.fusion import accumulate_read_gradients, elide_loop_copies, fuse, fuse_epilogues
 from pygrad.graph import Operation, reachable
 from pygrad.host import HostValues
@@ -31,24 +31,37 @@ from pygrad.shapes import TensorShape
 
 class CompiledRun:
     """A built plan, the constants it reads (it does not copy them), and what Session.run needs to
-    call it: for each element of the run, the index of its fetched value (None for an op), the op
-    behind each step and the largest temporary buffer (to name them in errors). `fast` is the
-    compiled Session.run path's own record of it (pygrad/_run.pyx), made at its first run there."""
+    call it: for each element of the run, the index of its fetched value (None for an op); the
+    native plan's address, feed count, and each fetch's NumPy dtype and shape (what a caller of
+    _C.run_api binds and allocates; num_scalars of the fetches are 0-d); the op behind each step
+    and the largest temporary buffer (to name them in errors). `fast` is what compile_run's `fast`
+    factory made of it when it was built (the compiled Session.run path's record), None for a run
+    with values held in Python (`host`) or without a factory."""
 
-    __slots__ = ("plan", "consts", "owned_bytes", "fetch_index", "step_ops", "largest_temp", "host", "fast")
+    __slots__ = ("plan", "consts", "owned_bytes", "fetch_index", "address", "num_feeds", "fetch_dtypes",
+                 "fetch_shapes", "num_scalars", "step_ops", "largest_temp", "host", "fast")
 
-    def __init__(self, plan, consts, fetch_index, step_ops, largest_temp, host):
+    def __init__(self, plan, consts, fetch_index, step_ops, largest_temp, host, fast=None):
         self.plan, self.consts, self.fetch_index = plan, consts, fetch_index
+        self.address, self.num_feeds = plan.address, plan.num_feeds
+        specs = plan.fetch_specs
+        self.fetch_dtypes = tuple(_NUMPY_DTYPES[code] for code, _ in specs)
+        self.fetch_shapes = tuple(shape for _, shape in specs)
+        self.num_scalars = sum(len(shape) == 0 for shape in self.fetch_shapes)
         self.step_ops, self.largest_temp = step_ops, largest_temp
         self.host = host if host.needed else None  # None: all native
-        self.fast = None
         # The graph's constants are read-only arrays the plans share; the others are its own.
         self.owned_bytes = sum(c.nbytes for c in consts if c.flags.writeable)
+        self.fast = fast(self) if fast is not None and self.host is None else None
 
 
-def compile_run(elements, feed_tensors, feed_shapes, store):
+_NUMPY_DTYPES = {d.code: d.np for d in ALL_DTYPES}  # a native dtype code -> its NumPy dtype
+
+
+def compile_run(elements, feed_tensors, feed_shapes, store, fast=None):
     """The CompiledRun of elements (Tensors to fetch and Operations to run) with feed_tensors fed
-    arrays of feed_shapes; store is the session's SessionStore."""
+    arrays of feed_shapes; store is the session's SessionStore; fast (if given) makes the
+    CompiledRun's `fast` from it, or None for a run it does not take."""
     fetch_tensors, targets, fetch_index = [], [], []
     for e in elements:
         if isinstance(e, Operation):
@@ -75,7 +88,7 @@ def compile_run(elements, feed_tensors, feed_shapes, store):
     if total > MEMORY_BYTES:
         raise MemoryError(out_of_memory(total, largest))
     plan, consts = emit(plan_buffers, where, program.steps, fetches, store)
-    return CompiledRun(plan, consts, fetch_index, [st.op for st in program.steps], largest, host)
+    return CompiledRun(plan, consts, fetch_index, [st.op for st in program.steps], largest, host, fast)
 
 
 def out_of_memory(total, largest):

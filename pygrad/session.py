@@ -6,11 +6,9 @@ from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph, sessi
 from pygrad.host import HostContext, call_host, plan_host_run
 from pygrad.lowering import compile_run, out_of_memory
 from pygrad.ops.indexed_slices import IndexedSlices, IndexedSlicesValue
+from pygrad.plan_cache import PLAN_CACHE_ENTRIES, PlanCache
 from pygrad.registry import MAX_RANK
 from pygrad.session_store import SessionStore
-
-PLAN_CACHE_ENTRIES = 256
-PLAN_CACHE_BYTES = 64 << 20
 
 
 class _Fetches:
@@ -60,14 +58,18 @@ class _Fetches:
 
 
 class BaseSession:
+    """A session of a graph. Beyond TF's API, Session.run's compiled path (pygrad/_run.pyx, which
+    the Python path below defines the behaviour of) uses: `plans`, the session's PlanCache;
+    `closed`; `run_general`, a run of anything; `convert_feed`, a feed value as the array a plan
+    takes; and `run_error`, TF's error for a failed plan. TF's Session has none of these names."""
+
     def __init__(self, target="", graph=None, config=None):
         self.graph = graph if graph is not None else get_default_graph()
         self._store = SessionStore(self.graph)
-        self._plans = {}
-        self._plan_bytes = 0  # what the cached plans own
+        self.plans = PlanCache()
         self._host_runs = {}  # (elements, feed tensors) -> host.HostRun
         self._host = None  # the HostContext its host ops get, made at the first run that has them
-        self._closed = False
+        self.closed = False
         threads = getattr(config, "intra_op_parallelism_threads", 0)
         if threads:  # pygrad's thread count is one for the process (tf.set_num_threads)
             _C.set_num_threads(int(threads))
@@ -75,9 +77,8 @@ class BaseSession:
     # ---- lifetime ----
     def close(self):
         """Frees the session's plans, variables and scratch."""
-        self._closed = True
-        self._plans.clear()
-        self._plan_bytes = 0
+        self.closed = True
+        self.plans.clear()
         self._store = None
 
     def __enter__(self):
@@ -112,10 +113,10 @@ class BaseSession:
 
     # ---- running ----
     # Session.run is compiled (pygrad/_run.pyx): it runs the common case itself, a cached plan
-    # with array or number feeds, and hands every other run to _run_general.
+    # with array or number feeds, and hands every other run to run_general.
     run = _run.run
 
-    def _run_general(self, fetches, feed_dict):
+    def run_general(self, fetches, feed_dict):
         """Session.run for any fetch structure and feed values: what a run does, defined here."""
         graph, kind = self.graph, type(fetches)
         # Fast paths for a tensor and a flat list or tuple of graph elements; _Fetches for the rest.
@@ -142,23 +143,23 @@ class BaseSession:
 
     def _run_plan(self, elements, feed_tensors, arrays):
         """The values of elements (None for ops) from one run of the plan of this signature."""
-        key = (elements, feed_tensors, tuple(a.shape for a in arrays))
-        compiled = self._plans.get(key)
+        key = PlanCache.key(elements, feed_tensors, tuple([a.shape for a in arrays]))
+        compiled = self.plans.get(key)
         if compiled is None:
             compiled = self._compile(elements, feed_tensors, arrays)
-            self._plans[key] = compiled
+            self.plans.put(key, compiled)
         host = compiled.host  # string values, which live in Python (None: there are none)
         try:
             outs = compiled.plan.run(
                 arrays if host is None or host.plan_feeds is None else [arrays[i] for i in host.plan_feeds])
         except (_C.UninitializedError, MemoryError, _C.StepError) as e:
-            raise self._run_error(compiled, e) from None
+            raise self.run_error(compiled, e) from None
         if host is not None:
             outs = host.values(outs, arrays)
         return [outs[i][()] if i is not None and outs[i].ndim == 0 else outs[i] if i is not None else None
                 for i in compiled.fetch_index]
 
-    def _run_error(self, compiled, e):
+    def run_error(self, compiled, e):
         """The error to raise for e, which a run of compiled's plan raised: _C.UninitializedError,
         MemoryError or _C.StepError, as TF's error naming the variable or the op."""
         if isinstance(e, _C.UninitializedError):
@@ -209,7 +210,7 @@ class BaseSession:
                     and want.kind != "O":  # strings are always converted (to bytes)
                 arr = value
             else:
-                arr = self._convert_feed(t, value)
+                arr = self.convert_feed(t, value)
             tensors.append(t)
             arrays.append(arr)
         return tuple(tensors), arrays
@@ -222,7 +223,9 @@ class BaseSession:
             raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e.args[0] if e.args else e}") from None
 
     @staticmethod
-    def _convert_feed(t, value):
+    def convert_feed(t, value):
+        """value, fed to t, as an array of t's dtype, C-contiguous and aligned (for a string
+        tensor, an object array of bytes), or TF's TypeError for a value t cannot take."""
         if isinstance(value, (Tensor, TensorLike)):
             raise TypeError(f"The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
                             f"Python scalars, strings, lists, numpy ndarrays. (feeding {t.name})")
@@ -264,19 +267,12 @@ class BaseSession:
                 raise ValueError(errors.op_message(
                     t.op.type, t.op.name, f"Cannot feed value of shape {shape} for Tensor '{t.name}', which has "
                                           f"shape '{t.shape}'", t.op.site))
-        compiled = compile_run(elements, feed_tensors, [a.shape for a in arrays], self._store)
-        # A graph that keeps growing, or ever new feed shapes: the oldest plans go. A plan holds no
-        # scratch (runs take it from the store's arenas) and no copy of the graph's constants; what
-        # it owns (constants made while lowering, such as shapes) is bounded too.
-        self._plan_bytes += compiled.owned_bytes
-        while self._plans and (len(self._plans) >= PLAN_CACHE_ENTRIES or self._plan_bytes > PLAN_CACHE_BYTES):
-            self._plan_bytes -= self._plans.pop(next(iter(self._plans))).owned_bytes
-        return compiled
+        return compile_run(elements, feed_tensors, [a.shape for a in arrays], self._store, fast=_run.entry)
 
     # ---- variables ----
     def write_variable(self, var, value):
         """Writes value into var in this session without adding ops to the graph (Variable.load)."""
-        if self._closed:
+        if self.closed:
             raise RuntimeError("Attempted to use a closed Session.")
         self._store.write(var, value)
 

@@ -9,7 +9,7 @@ import pygrad as tf
 
 def _kernels(sess):
     """The kernels of the plan of the last signature run (the plan cache keeps insertion order)."""
-    compiled = list(sess._plans.values())[-1]
+    compiled = list(sess.plans.values())[-1]
     return [op.type for op in compiled.step_ops]
 
 

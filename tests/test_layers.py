@@ -18,7 +18,7 @@ LAYERS = [
     ("ops", ["pygrad.ops", "pygrad.ops.*"]),
     ("gradients", ["pygrad.gradients", "pygrad.control_flow_grad"]),
     ("lowering", ["pygrad.lowering", "pygrad.host", "pygrad.session_store", "pygrad.fusion"]),
-    ("session", ["pygrad.session", "pygrad._run"]),
+    ("session", ["pygrad.session", "pygrad.plan_cache", "pygrad._run"]),
     ("api", ["pygrad.train", "pygrad.train.*", "pygrad.nn", "pygrad.platform", "pygrad.platform.*", "pygrad.layers", "pygrad.layers.*", "pygrad.losses",
              "pygrad.summary", "pygrad.summary.*", "pygrad.data", "pygrad.data.*", "pygrad.compat",
              "pygrad.contrib", "pygrad.contrib.*", "pygrad.rnn", "pygrad.rnn.*", "pygrad.linalg", "pygrad.math",

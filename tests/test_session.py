@@ -502,15 +502,15 @@ def test_plans_are_cached_per_run_signature():
     y = tf.reduce_sum(x * 3, 1)
     with tf.Session() as sess:
         np.testing.assert_array_equal(sess.run(y, {x: np.ones((2, 2))}), [6., 6.])
-        assert len(sess._plans) == 1
+        assert len(sess.plans) == 1
         np.testing.assert_array_equal(sess.run(y, {x: np.full((2, 2), 2.0)}), [12., 12.])
-        assert len(sess._plans) == 1
+        assert len(sess.plans) == 1
         np.testing.assert_array_equal(sess.run(y, {x: np.arange(8.).reshape(4, 2)}), [3., 15., 27., 39.])
-        assert len(sess._plans) == 2
+        assert len(sess.plans) == 2
         np.testing.assert_array_equal(sess.run(y, {x: np.ones((2, 2))}), [6., 6.])
-        assert len(sess._plans) == 2
+        assert len(sess.plans) == 2
         np.testing.assert_array_equal(sess.run(y, {x: np.ones((1, 2))}), [6.])
-        assert len(sess._plans) == 3
+        assert len(sess.plans) == 3
 
 
 # ---------------------------------------------------------------- variables, groups, control dependencies
@@ -646,7 +646,7 @@ def test_plans_share_the_graphs_constants_and_the_sessions_scratch():
     with tf.Session() as sess:
         for n in range(1, 41):
             sess.run(y, {x: np.ones((n, 1024), np.float32)})
-        plans = list(sess._plans.values())
+        plans = list(sess.plans.values())
         assert len(plans) == 40
         # every plan reads the graph's constant itself (no copy) and owns nothing
         assert all(any(np.shares_memory(k, c.op.attrs["value"]) for k in p.consts) for p in plans)

@@ -1,10 +1,12 @@
 """The compiled Session.run path (pygrad/_run.pyx): the runs it takes give what the Python path
-(BaseSession._run_general) gives, values, types and errors alike, and the runs it does not take
-go to the Python path."""
+(BaseSession.run_general) gives, values, types and errors alike, and the runs it does not take
+go to the Python path; the plan cache both paths look plans up in."""
 import numpy as np
 import pytest
 
 import pygrad as tf
+from pygrad import plan_cache
+from pygrad.plan_cache import PlanCache
 from pygrad.session import BaseSession
 
 
@@ -12,20 +14,20 @@ from pygrad.session import BaseSession
 def general_calls(monkeypatch):
     """The number of runs that went to the Python path, as a one-element list."""
     calls = [0]
-    general = BaseSession._run_general
+    general = BaseSession.run_general
 
     def counted(self, fetches, feed_dict):
         calls[0] += 1
         return general(self, fetches, feed_dict)
 
-    monkeypatch.setattr(BaseSession, "_run_general", counted)
+    monkeypatch.setattr(BaseSession, "run_general", counted)
     return calls
 
 
 def both_paths(sess, fetches, feed_dict):
     """(the compiled path's value, the Python path's value) of one run, the plan already cached."""
     sess.run(fetches, feed_dict)
-    return sess.run(fetches, feed_dict), sess._run_general(fetches, feed_dict)
+    return sess.run(fetches, feed_dict), sess.run_general(fetches, feed_dict)
 
 
 def assert_same(a, b):
@@ -77,9 +79,51 @@ def test_array_feeds_structures_and_ops(general_calls):
                 fast = sess.run(fetches, {x: value})
                 assert general_calls[0] == calls  # the compiled path took it
                 sess.run(restore, {saved: before})
-                general = sess._run_general(fetches, {x: value})
+                general = sess.run_general(fetches, {x: value})
                 assert_same(fast, general)
                 sess.run(restore, {saved: before})
+
+
+def test_the_compiled_record_is_made_with_the_plan(general_calls):
+    x = tf.placeholder(tf.float32, [])
+    s = tf.placeholder(tf.string, [])
+    y = x + 1.0
+    many = [x + float(i) for i in range(17)]  # more 0-d fetches than the compiled path holds
+    with tf.Session() as sess:
+        sess.run(y, {x: 1.0})
+        sess.run([y, s], {x: 1.0, s: b"a"})
+        sess.run(many, {x: 1.0})
+        native, held, large = sess.plans.values()
+        assert native.host is None and native.fast is not None
+        assert held.host is not None and held.fast is None  # a string feed: values held in Python
+        assert large.host is None and large.fast is None
+        calls = general_calls[0]
+        assert sess.run(y, {x: 2.0}) == 3.0
+        assert sess.run([y, s], {x: 2.0, s: b"b"}) == [3.0, b"b"]
+        assert sess.run(many, {x: 2.0}) == [2.0 + i for i in range(17)]
+        assert general_calls[0] - calls == 2
+
+
+def test_the_plan_cache_drops_the_oldest_past_its_limits(monkeypatch):
+    class Run:  # what the cache reads of a CompiledRun
+        def __init__(self, owned_bytes):
+            self.owned_bytes = owned_bytes
+
+    monkeypatch.setattr(plan_cache, "PLAN_CACHE_ENTRIES", 3)
+    monkeypatch.setattr(plan_cache, "PLAN_CACHE_BYTES", 100)
+    cache = PlanCache()
+    runs = [Run(10) for _ in range(4)]
+    for i, run in enumerate(runs):
+        cache.put(PlanCache.key((i,), (), ()), run)
+    assert len(cache) == 3 and list(cache.values()) == runs[1:]
+    assert cache.get(PlanCache.key((0,), (), ())) is None and cache.get(PlanCache.key((3,), (), ())) is runs[3]
+    big = Run(95)  # 125 bytes with the three others: they go, oldest first, until it fits
+    cache.put(PlanCache.key((4,), (), ()), big)
+    assert list(cache.values()) == [big]
+    cache.clear()
+    assert len(cache) == 0 and cache.get(PlanCache.key((4,), (), ())) is None
+    cache.put(PlanCache.key((5,), (), ()), runs[0])  # the cache works on after clear, get included
+    assert cache.get(PlanCache.key((5,), (), ())) is runs[0]
 
 
 def test_the_fetch_is_a_new_array_each_run():

@@ -150,7 +150,7 @@ def test_a_summary_costs_no_extra_native_run_and_reads_before_the_update():
         with tf.Session() as sess:
             sess.run(x.initializer)
             sess.run([train, merged])
-            compiled = list(sess._plans.values())[-1]  # the plan of [train, merged]
+            compiled = list(sess.plans.values())[-1]  # the plan of [train, merged]
             plan, calls = compiled.plan, []
 
             class Counting:
