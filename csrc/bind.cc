@@ -1,6 +1,7 @@
 // The only file that knows pybind11: NumPy arrays in and out, argument checks, GIL release, and
 // the mapping of native errors to Python ones (ShapeError -> ValueError, DTypeError -> TypeError,
-// PreconditionError -> _C.UninitializedError, StepError -> _C.StepError with its `step`). It also
+// PreconditionError -> _C.UninitializedError, StepError -> _C.StepError with its `step`, DeadlineExceeded
+// -> _C.DeadlineError with its `step`, Interrupted -> what SIGINT's Python handler raises). It also
 // exports the C entry of the compiled Session.run path (pygrad/_run.pyx): `_C.run_api`, a capsule
 // holding the pg_RunApi of pg/run_api.h, which runs a plan on pointers the caller checked, without
 // argument parsing.
@@ -137,7 +138,7 @@ void call_kernel(const std::string& kernel, const py::list& inputs, const py::li
   step(frame);
 }
 
-py::list run_plan(Plan& plan, const py::list& feeds) {
+py::list run_plan(Plan& plan, const py::list& feeds, int64_t deadline_ns) {
   const int n = plan.num_feeds();
   if (int(feeds.size()) != n)
     throw py::value_error("plan expects " + std::to_string(n) + " feeds, got " + std::to_string(feeds.size()));
@@ -161,7 +162,7 @@ py::list run_plan(Plan& plan, const py::list& feeds) {
   }
   {
     py::gil_scoped_release release;
-    plan.execute(feed_ptrs.data(), feed_ptrs.size(), out_ptrs.data(), out_ptrs.size());
+    plan.execute(feed_ptrs.data(), feed_ptrs.size(), out_ptrs.data(), out_ptrs.size(), deadline_ns);
   }
   return result;
 }
@@ -169,6 +170,17 @@ py::list run_plan(Plan& plan, const py::list& feeds) {
 // The Python exceptions of _C's own classes (set when the module is made).
 PyObject* uninitialized_error = nullptr;
 PyObject* step_error = nullptr;
+PyObject* deadline_error = nullptr;
+
+// Sets the Python error cls(what) with the attribute `step`.
+void set_step_error(PyObject* cls, const char* what, int step_index) {
+  PyObject* err = PyObject_CallFunction(cls, "s", what);
+  if (!err) return;
+  PyObject* step = PyLong_FromLong(step_index);
+  if (step && PyObject_SetAttrString(err, "step", step) == 0) PyErr_SetObject(cls, err);
+  Py_XDECREF(step);
+  Py_DECREF(err);
+}
 
 // Sets the Python error for the native exception being handled: pygrad's errors as the module
 // docstring says, the standard ones as pybind11 maps them. Call it inside a catch block.
@@ -180,12 +192,11 @@ void set_python_error() {
   } catch (const PreconditionError& e) {
     PyErr_SetString(uninitialized_error, e.what());
   } catch (const StepError& e) {
-    PyObject* err = PyObject_CallFunction(step_error, "s", e.what());
-    if (!err) return;
-    PyObject* step = PyLong_FromLong(e.step);
-    if (step && PyObject_SetAttrString(err, "step", step) == 0) PyErr_SetObject(step_error, err);
-    Py_XDECREF(step);
-    Py_DECREF(err);
+    set_step_error(step_error, e.what(), e.step);
+  } catch (const DeadlineExceeded& e) {
+    set_step_error(deadline_error, e.what(), e.step);
+  } catch (const Interrupted&) {  // Python runs its SIGINT handler now: KeyboardInterrupt
+    if (PyErr_CheckSignals() == 0) PyErr_SetNone(PyExc_KeyboardInterrupt);
   } catch (const std::bad_alloc&) {
     PyErr_SetString(PyExc_MemoryError, "std::bad_alloc");
   } catch (const std::invalid_argument& e) {  // ShapeError among them
@@ -225,6 +236,8 @@ PYBIND11_MODULE(_C, m) {
   static py::exception<StepError> step(m, "StepError", PyExc_ValueError);
   uninitialized_error = uninitialized.ptr();
   step_error = step.ptr();
+  static py::exception<DeadlineExceeded> deadline(m, "DeadlineError", PyExc_RuntimeError);
+  deadline_error = deadline.ptr();
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -233,6 +246,10 @@ PYBIND11_MODULE(_C, m) {
     } catch (const PreconditionError&) {
       set_python_error();
     } catch (const StepError&) {
+      set_python_error();
+    } catch (const DeadlineExceeded&) {
+      set_python_error();
+    } catch (const Interrupted&) {
       set_python_error();
     }
   });
@@ -246,6 +263,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("elementwise_ops", &elementwise_ops, "The ops of each elementwise kernel, as pg/elementwise.def lists them.");
   m.def("set_num_threads", &set_num_threads, py::arg("n"), "Threads for pygrad's parallel loops and its matrix products together.");
   m.def("get_num_threads", &get_num_threads);
+  m.def("watch_sigint", &watch_sigint,
+        "Runs on the calling thread stop between steps at a SIGINT, raising what SIGINT's Python handler raises.");
   m.def("crc32c", [](const py::buffer& data, uint32_t crc) {
     py::buffer_info b = data.request();
     if (!PyBuffer_IsContiguous(b.view(), 'C')) throw py::value_error("crc32c: the buffer must be contiguous");
@@ -312,5 +331,7 @@ PYBIND11_MODULE(_C, m) {
         for (const Operand& o : p.fetches()) specs.append(py::make_tuple(int(o.dtype), py::tuple(py::cast(dims_of(o.shape)))));
         return specs;
       }, "(dtype code, shape) of each fetch, in order.")
-      .def("run", &run_plan, py::arg("feeds"), "Execute the plan once; returns one new array per fetch.");
+      .def("run", &run_plan, py::arg("feeds"), py::arg("deadline_ns") = 0,
+           "Execute the plan once; returns one new array per fetch. It stops with _C.DeadlineError (its `step`)\n"
+           "once monotonic_ns() passes deadline_ns (0: none), and with KeyboardInterrupt at a SIGINT (watch_sigint).");
 }

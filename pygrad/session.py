@@ -1,4 +1,8 @@
 """Session: runs fetches of a graph on a native plan built once per run signature."""
+import signal
+import threading
+import time
+
 import numpy as np
 
 from pygrad import _C, _run, dtypes, errors
@@ -73,6 +77,16 @@ class BaseSession:
         threads = getattr(config, "intra_op_parallelism_threads", 0)
         if threads:  # pygrad's thread count is one for the process (tf.set_num_threads)
             _C.set_num_threads(int(threads))
+        # A run's time limit (ConfigProto.operation_timeout_in_ms, RunOptions.timeout_in_ms): past
+        # it, the plan stops before its next step with DeadlineExceededError. The compiled path
+        # takes no deadline, so a session with a default one runs everything on the Python path.
+        self._timeout_ms = int(getattr(config, "operation_timeout_in_ms", 0) or 0)
+        if self._timeout_ms > 0:
+            self.run = self._run_timed
+        # Ctrl-C stops a long run between two steps with KeyboardInterrupt, where SIGINT raises it.
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            _C.watch_sigint()
 
     # ---- lifetime ----
     def close(self):
@@ -116,8 +130,13 @@ class BaseSession:
     # with array or number feeds, and hands every other run to run_general.
     run = _run.run
 
-    def run_general(self, fetches, feed_dict):
-        """Session.run for any fetch structure and feed values: what a run does, defined here."""
+    def _run_timed(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        if self.closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        return self.run_general(fetches, feed_dict, options)
+
+    def run_general(self, fetches, feed_dict, options=None):
+        """Session.run for any fetch structure, feed values and RunOptions: what a run does, defined here."""
         graph, kind = self.graph, type(fetches)
         # Fast paths for a tensor and a flat list or tuple of graph elements; _Fetches for the rest.
         if kind is Tensor and fetches.graph is graph:
@@ -129,10 +148,12 @@ class BaseSession:
             fetch_spec = _Fetches(graph, fetches)
             elements = tuple(fetch_spec.elements)
         feed_tensors, arrays = self._feeds(feed_dict) if feed_dict else ((), [])
+        timeout = getattr(options, "timeout_in_ms", 0) or self._timeout_ms
+        deadline = time.monotonic_ns() + int(timeout) * 1_000_000 if timeout > 0 else 0  # (the plan's clock)
         if graph.host_ops:
-            values = self._run_with_host_ops(elements, feed_tensors, arrays)
+            values = self._run_with_host_ops(elements, feed_tensors, arrays, deadline)
         else:
-            values = self._run_plan(elements, feed_tensors, arrays)
+            values = self._run_plan(elements, feed_tensors, arrays, deadline)
         if fetch_spec is None:
             return values[0]
         if fetch_spec is list:
@@ -141,8 +162,9 @@ class BaseSession:
             return tuple(values)
         return fetch_spec.rebuild(values)
 
-    def _run_plan(self, elements, feed_tensors, arrays):
-        """The values of elements (None for ops) from one run of the plan of this signature."""
+    def _run_plan(self, elements, feed_tensors, arrays, deadline=0):
+        """The values of elements (None for ops) from one run of the plan of this signature, which
+        stops at time.monotonic_ns() deadline (0: none)."""
         key = PlanCache.key(elements, feed_tensors, tuple([a.shape for a in arrays]))
         compiled = self.plans.get(key)
         if compiled is None:
@@ -151,8 +173,8 @@ class BaseSession:
         host = compiled.host  # string values, which live in Python (None: there are none)
         try:
             outs = compiled.plan.run(
-                arrays if host is None or host.plan_feeds is None else [arrays[i] for i in host.plan_feeds])
-        except (_C.UninitializedError, MemoryError, _C.StepError) as e:
+                arrays if host is None or host.plan_feeds is None else [arrays[i] for i in host.plan_feeds], deadline)
+        except (_C.UninitializedError, MemoryError, _C.StepError, _C.DeadlineError) as e:
             raise self.run_error(compiled, e) from None
         if host is not None:
             outs = host.values(outs, arrays)
@@ -161,15 +183,19 @@ class BaseSession:
 
     def run_error(self, compiled, e):
         """The error to raise for e, which a run of compiled's plan raised: _C.UninitializedError,
-        MemoryError or _C.StepError, as TF's error naming the variable or the op."""
+        MemoryError, _C.StepError or _C.DeadlineError, as TF's error naming the variable or the op."""
         if isinstance(e, _C.UninitializedError):
             return self._uninitialized(str(e))
+        if isinstance(e, _C.DeadlineError):
+            op = compiled.step_ops[e.step]
+            return errors.DeadlineExceededError(None, op, op.error(
+                "Timed out waiting for notification: the run's time limit passed before this op's step"))
         if isinstance(e, MemoryError):
             return MemoryError(out_of_memory(compiled.plan.arena_bytes, compiled.largest_temp))
         op = compiled.step_ops[e.step]
         return errors.InvalidArgumentError(None, op, op.error(str(e)))
 
-    def _run_with_host_ops(self, elements, feed_tensors, arrays):
+    def _run_with_host_ops(self, elements, feed_tensors, arrays, deadline=0):
         """A run of a graph with ops Python runs around the plan (see host.py)."""
         sig = (elements, feed_tensors)
         how = self._host_runs.get(sig)
@@ -187,14 +213,14 @@ class BaseSession:
                 arrays.extend(call_host(ctx, op, []))
             for stage in how.stages:
                 op = stage.op
-                values = self._run_with_host_ops(stage.fetches, tuple(feed_tensors), arrays)
+                values = self._run_with_host_ops(stage.fetches, tuple(feed_tensors), arrays, deadline)
                 feed_tensors.extend(op.outputs)
                 arrays.extend(a if a.flags.c_contiguous and a.flags.aligned else a.copy()  # the plan's rule
                               for a in map(np.asarray, call_host(ctx, op, values[:len(op.inputs)])))
                 feed_tensors.extend(stage.boundary)
                 arrays.extend(np.asarray(v) for v in values[len(op.inputs):len(op.inputs) + len(stage.boundary)])
             feed_tensors = tuple(feed_tensors)
-        values = self._run_plan(elements + how.extra, feed_tensors, arrays)
+        values = self._run_plan(elements + how.extra, feed_tensors, arrays, deadline)
         i = len(elements)
         for op in how.effects:
             call_host(ctx, op, values[i:i + len(op.inputs)])

@@ -1,14 +1,18 @@
-"""Signals during native runs: Ctrl-C in a training loop raises KeyboardInterrupt and the session
-goes on; no signal corrupts memory. A signal handled on a thread while oneDNN's float32 products ran
+"""Stopping native runs: Ctrl-C in a training loop raises KeyboardInterrupt and the session goes on,
+a run that never ends stops at SIGINT or at its time limit, and no signal corrupts memory. A signal handled on a thread while oneDNN's float32 products ran
 there used to corrupt the heap (pg/signals.h): a timer signal every 0.5 ms aborted every such loop
 on two threads, and Ctrl-C about half of the training loops it stopped.
 
-Each case runs in a child process, so that a crash is a failed test rather than a dead test run."""
+The signal cases run in a child process, so that a crash is a failed test rather than a dead test
+run."""
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
+
+import pygrad as tf
 
 MODELS = """
 import os, random, signal, threading, time
@@ -94,3 +98,70 @@ def test_timer_signals_during_two_thread_products_corrupt_nothing():
 def test_ctrl_c_in_a_training_loop_raises_keyboard_interrupt(model, tries, delay):
     words = _child(model, CTRL_C, TRIES=tries, DELAY=delay)
     assert words[:2] == ["interrupted", str(tries)]
+
+
+def _runaway():
+    """A while_loop that never ends (i < 10 with i * 1 from a fed 0), a quick run, and their feeds."""
+    i0 = tf.placeholder(tf.int32, [])
+    loop = tf.while_loop(lambda i: i < 10, lambda i: i * 1, [i0])
+    x = tf.placeholder(tf.float32, [])
+    return loop, i0, x * 2, x
+
+
+@pytest.mark.parametrize("where", ["run_options", "config"])
+def test_a_run_past_its_time_limit_raises_deadline_exceeded(where):
+    loop, i0, y, x = _runaway()
+    config = tf.ConfigProto(operation_timeout_in_ms=300) if where == "config" else None
+    options = tf.RunOptions(timeout_in_ms=300) if where == "run_options" else None
+    with tf.Session(config=config) as sess:
+        start = time.monotonic()
+        with pytest.raises(tf.errors.DeadlineExceededError, match="Timed out waiting for notification") as e:
+            sess.run(loop, {i0: 0}, options=options)
+        assert 0.3 <= time.monotonic() - start < 0.36  # within 1.2x of the limit
+        assert e.value.op is not None and e.value.op.name.startswith("while")
+        assert sess.run(y, {x: 3.0}) == 6.0  # the session goes on
+        assert sess.run(loop, {i0: 10}, options=options) == 10  # a loop that ends, under the same limit
+
+
+def test_run_options_timeout_wins_over_the_config_one():
+    loop, i0, _, _ = _runaway()
+    with tf.Session(config=tf.ConfigProto(operation_timeout_in_ms=5000)) as sess:
+        start = time.monotonic()
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            sess.run(loop, {i0: 0}, options=tf.RunOptions(timeout_in_ms=100))
+        assert time.monotonic() - start < 1.0
+
+
+RUNAWAY_CTRL_C = """
+import signal, threading, time
+import pygrad as tf
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
+i0 = tf.placeholder(tf.int32, [])
+loop = tf.while_loop(lambda i: i < 10, lambda i: i * 1, [i0])
+x = tf.placeholder(tf.float32, [])
+sess = tf.Session()
+main = threading.main_thread().ident
+sent = []
+
+
+def interrupt():
+    time.sleep(0.3)
+    sent.append(time.monotonic())
+    signal.pthread_kill(main, signal.SIGINT)
+
+
+threading.Thread(target=interrupt).start()
+try:
+    sess.run(loop, {i0: 0})
+except KeyboardInterrupt:
+    print("latency", time.monotonic() - sent[0], "after", sess.run(x * 2, {x: 4.0}))
+"""
+
+
+def test_ctrl_c_stops_a_run_that_never_ends():
+    out = subprocess.run([sys.executable, "-c", RUNAWAY_CTRL_C], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    words = out.stdout.split()
+    assert words[0] == "latency" and float(words[1]) < 0.2, out.stdout
+    assert words[2:] == ["after", "8.0"]

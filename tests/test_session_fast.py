@@ -16,9 +16,9 @@ def general_calls(monkeypatch):
     calls = [0]
     general = BaseSession.run_general
 
-    def counted(self, fetches, feed_dict):
+    def counted(self, fetches, feed_dict, options=None):
         calls[0] += 1
-        return general(self, fetches, feed_dict)
+        return general(self, fetches, feed_dict, options)
 
     monkeypatch.setattr(BaseSession, "run_general", counted)
     return calls

@@ -22,6 +22,15 @@ struct StepError : std::runtime_error {
   StepError(int step, const std::string& what) : std::runtime_error(what), step(step) {}
   int step;
 };
+// A run stopped before step `step` (pg/signals.h): a SIGINT arrived, or its deadline passed.
+struct Interrupted : std::runtime_error {
+  explicit Interrupted(int step) : std::runtime_error("interrupted by SIGINT"), step(step) {}
+  int step;
+};
+struct DeadlineExceeded : std::runtime_error {
+  explicit DeadlineExceeded(int step) : std::runtime_error("the run's deadline passed"), step(step) {}
+  int step;
+};
 
 // "<op>: <message>", printf-style.
 template <class... Args>

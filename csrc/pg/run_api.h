@@ -6,7 +6,7 @@
 // _C and a _run built from different sources refuse to work together.
 #pragma once
 
-#define PG_RUN_API_VERSION 1
+#define PG_RUN_API_VERSION 2
 #define PG_RUN_API_CAPSULE "pygrad._C.run_api"
 
 typedef struct {
@@ -14,7 +14,8 @@ typedef struct {
   // Runs the plan at `plan` (_C.Plan.address; valid while the Plan lives) on feeds[i], the data of
   // the plan's feed i (dtype and shape checked by the caller), and copies fetch j to outs[j], with
   // the GIL released. Returns 0, or -1 with the Python error set: ValueError for a wrong count of
-  // feeds or outputs, otherwise the errors of _C.Plan.run.
+  // feeds or outputs, otherwise the errors of _C.Plan.run (KeyboardInterrupt at a SIGINT among them;
+  // it takes no deadline).
   int (*execute)(void* plan, const void* const* feeds, Py_ssize_t num_feeds, void* const* outs,
                  Py_ssize_t num_outs);
 } pg_RunApi;

@@ -111,7 +111,8 @@ int64_t Plan::arena_bytes() const {
   return arena_bytes_;
 }
 
-void Plan::execute(const void* const* feeds, size_t num_feeds, void* const* outs, size_t num_outs) {
+void Plan::execute(const void* const* feeds, size_t num_feeds, void* const* outs, size_t num_outs,
+                   int64_t deadline_ns) {
   use_signal_stack();  // a signal handled while a kernel runs must not land on its stack (pg/signals.h)
   finalize();
   if (num_feeds != feeds_.size() || num_outs != fetches_.size())
@@ -146,7 +147,11 @@ void Plan::execute(const void* const* feeds, size_t num_feeds, void* const* outs
   char* base = static_cast<char*>(arena.block.data());
   for (const auto& [buffer, offset] : offsets_) frame.ptr[size_t(buffer)] = base + offset;
   for (size_t i = 0; i < num_feeds; ++i) frame.ptr[size_t(feed_buffers_[i])] = const_cast<void*>(feeds[i]);
+  const bool watch = sigint_stops_runs_here();
+  const uint64_t sigints = watch ? sigint_count() : 0;
   for (size_t i = 0; i < steps_.size(); ++i) {
+    if (watch && sigint_count() != sigints) throw Interrupted(int(i));
+    if (deadline_ns && monotonic_ns() >= deadline_ns) throw DeadlineExceeded(int(i));
     const StepEntry& s = steps_[i];
     if (!s.fn) {  // a jump; the loop's ++i follows, hence the - 1
       if (s.cond_buffer < 0 || !*static_cast<const bool*>(frame.ptr[size_t(s.cond_buffer)])) i = size_t(s.target) - 1;

@@ -102,8 +102,12 @@ class Plan {
 
   // Runs every step. feeds[i] points at feed i's data (checked by the caller), outs[j] receives
   // a copy of fetch j. Throws PreconditionError for an uninitialized variable before any step.
-  // Runs may overlap (each has its own frame and arena).
-  void execute(const void* const* feeds, size_t num_feeds, void* const* outs, size_t num_outs);
+  // Runs may overlap (each has its own frame and arena). Before each step (a loop's jump back is
+  // one) a run stops with Interrupted when a SIGINT arrived since it began on a thread whose runs
+  // stop so (pg/signals.h), and with DeadlineExceeded once monotonic_ns() passes deadline_ns (0:
+  // none); what the steps before wrote stays written.
+  void execute(const void* const* feeds, size_t num_feeds, void* const* outs, size_t num_outs,
+               int64_t deadline_ns = 0);
 
  private:
   void finalize();

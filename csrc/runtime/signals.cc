@@ -2,7 +2,9 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <initializer_list>
@@ -43,7 +45,46 @@ class SignalStack {
   void* mem_ = nullptr;
 };
 
+std::atomic<uint64_t> g_sigints{0};
+struct sigaction g_next_handler;  // the handler watch_sigint's calls after counting
+std::atomic<bool> g_watching{false};
+pthread_t g_watcher;
+
+void count_sigint(int sig, siginfo_t* info, void* context) {
+  g_sigints.fetch_add(1, std::memory_order_relaxed);
+  if (g_next_handler.sa_flags & SA_SIGINFO) g_next_handler.sa_sigaction(sig, info, context);
+  else g_next_handler.sa_handler(sig);
+}
+
 }  // namespace
+
+void watch_sigint() {
+  struct sigaction now {};
+  if (sigaction(SIGINT, nullptr, &now) != 0) return;
+  const bool ours = (now.sa_flags & SA_SIGINFO) && now.sa_sigaction == count_sigint;
+  if (!ours) {
+    if (!(now.sa_flags & SA_SIGINFO) && (now.sa_handler == SIG_DFL || now.sa_handler == SIG_IGN)) return;
+    g_next_handler = now;
+    struct sigaction mine = now;
+    mine.sa_sigaction = count_sigint;
+    mine.sa_flags = now.sa_flags | SA_SIGINFO;
+    if (sigaction(SIGINT, &mine, nullptr) != 0) return;
+  }
+  g_watcher = pthread_self();
+  g_watching.store(true, std::memory_order_release);
+}
+
+bool sigint_stops_runs_here() {
+  return g_watching.load(std::memory_order_acquire) && pthread_equal(pthread_self(), g_watcher);
+}
+
+uint64_t sigint_count() { return g_sigints.load(std::memory_order_relaxed); }
+
+int64_t monotonic_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
 
 void use_signal_stack() {
   thread_local SignalStack stack;

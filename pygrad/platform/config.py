@@ -1,6 +1,8 @@
 """The option protos TF1 sessions take: ConfigProto, GPUOptions, GraphOptions, RunOptions and
 RunMetadata, as plain objects with TF's field names and defaults. What pygrad honours:
-``intra_op_parallelism_threads`` (> 0 sets pygrad's thread count when a session starts). The rest
+``intra_op_parallelism_threads`` (> 0 sets pygrad's thread count when a session starts),
+``operation_timeout_in_ms`` and RunOptions' ``timeout_in_ms`` (a run that takes longer stops with
+DeadlineExceededError; RunOptions' wins when both are set). The rest
 is accepted and kept, since pygrad runs on the CPU alone (device counts, placement logging, GPU
 memory) and makes no traces (RunMetadata stays empty)."""
 
