@@ -185,4 +185,15 @@ compat.v1 = _sys.modules[__name__]
 
 set_num_threads(int(_os.environ.get("PYGRAD_NUM_THREADS", _os.environ.get("OMP_NUM_THREADS", _os.cpu_count() or 1))))
 _check_registry()
+from pygrad.importer import import_graph_def  # noqa: E402,F401
+
+
+def __getattr__(name):
+    """tf.GraphDef, tf.NodeDef, tf.AttrValue: TF's messages (pygrad/tf_protos.py), built on first use."""
+    if name in ("GraphDef", "NodeDef", "AttrValue"):
+        from pygrad import tf_protos
+        return getattr(tf_protos, name)
+    raise AttributeError(f"module 'pygrad' has no attribute '{name}'")
+
+
 __version__ = "0.1.0"

@@ -99,6 +99,21 @@ class Graph:
             self._ops.append(op)
             self._ops_by_name[op.name] = op
 
+    @contextlib.contextmanager
+    def rollback_on_error(self):
+        """A scope whose ops, names and collection entries leave the graph again if it raises."""
+        with self._lock:
+            n_ops, names, n_host = len(self._ops), dict(self._names_in_use), len(self.host_ops)
+            n_stored, collections = len(self.stored_variables), {k: list(v) for k, v in self._collections.items()}
+            try:
+                yield
+            except BaseException:
+                for op in self._ops[n_ops:]:
+                    del self._ops_by_name[op.name]
+                del self._ops[n_ops:], self.host_ops[n_host:], self.stored_variables[n_stored:]
+                self._names_in_use, self._collections = names, collections
+                raise
+
     def get_operations(self):
         return list(self._ops)
 

@@ -12,7 +12,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "pygrad"
 # Lowest first. A module may import modules of its own layer or of the layers before it.
 LAYERS = [
     ("core", ["pygrad._C", "pygrad.dtypes", "pygrad.shapes", "pygrad.errors", "pygrad.proto", "pygrad.nest",
-              "pygrad.messages", "pygrad.kernels"]),
+              "pygrad.messages", "pygrad.kernels", "pygrad.tf_protos"]),
     ("graph", ["pygrad.graph", "pygrad.graph_def"]),
     ("registry", ["pygrad.registry", "pygrad.op_identity"]),
     ("ops", ["pygrad.ops", "pygrad.ops.*"]),
@@ -22,7 +22,7 @@ LAYERS = [
     ("api", ["pygrad.train", "pygrad.train.*", "pygrad.nn", "pygrad.platform", "pygrad.platform.*", "pygrad.layers", "pygrad.layers.*", "pygrad.losses",
              "pygrad.summary", "pygrad.summary.*", "pygrad.data", "pygrad.data.*", "pygrad.compat",
              "pygrad.contrib", "pygrad.contrib.*", "pygrad.rnn", "pygrad.rnn.*", "pygrad.linalg", "pygrad.math",
-             "pygrad.random", "pygrad.examples", "pygrad.examples.*"]),
+             "pygrad.random", "pygrad.importer", "pygrad.examples", "pygrad.examples.*"]),
     ("surface", ["pygrad"]),
     # Above the surface: the parameter server runs user code written on `import pygrad as tf`.
     ("distributed", ["pygrad.distributed", "pygrad.distributed.*"]),
