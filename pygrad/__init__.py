@@ -196,4 +196,8 @@ def __getattr__(name):
     raise AttributeError(f"module 'pygrad' has no attribute '{name}'")
 
 
+def __dir__():
+    return sorted([*globals(), "GraphDef", "NodeDef", "AttrValue"])
+
+
 __version__ = "0.1.0"
