@@ -111,7 +111,6 @@ _BUILD = {
     "Placeholder": lambda n, x, c: array_ops.placeholder(_dtype(n, "dtype"), shape=_attr(n, "shape"), name=n.name),
     "Const": lambda n, x, c: array_ops.constant(tensor_value(n.attr["value"].tensor), name=n.name),
 }
-SUPPORTED = sorted(_BUILD)
 
 
 def parse_graph_def(data, what="GraphDef"):
@@ -181,7 +180,8 @@ def _check(graph_def, input_map):
 def import_graph_def(graph_def, input_map=None, return_elements=None, name=None, op_dict=None,
                      producer_op_list=None):
     """The GraphDef's nodes as pygrad ops in the default graph (TF's tf.import_graph_def);
-    graph_def may also be its serialized bytes."""
+    graph_def may also be its serialized bytes. op_dict and producer_op_list are accepted and
+    unused, as in TF 1.15 (deprecated there)."""
     if isinstance(graph_def, bytes):
         graph_def = parse_graph_def(graph_def)
     input_map = {(k if ":" in k or k.startswith("^") else k + ":0"): v for k, v in (input_map or {}).items()}
