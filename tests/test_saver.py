@@ -4,6 +4,7 @@ under SIGKILL, and checkpoints exchanged with TensorFlow both ways."""
 import errno
 import json
 import os
+import socket
 import subprocess
 import sys
 import warnings
@@ -159,7 +160,8 @@ def test_save_into_a_read_only_or_full_directory(tmp_path, monkeypatch, code, wh
         sess.run(v.assign(2.0))
         with monkeypatch.context() as m:
             _fail_writes(m, checkpoint_bundle if stage == "bundle" else checkpoint_management, code, where)
-            with pytest.raises(getattr(tf.errors, error), match=f"{tmp_path}/(model|checkpoint).*; {os.strerror(code)}"):
+            match = f"{tmp_path}/(model|checkpoint).*; {os.strerror(code)}"
+            with pytest.raises(getattr(tf.errors, error), match=match):
                 saver.save(sess, prefix, global_step=2)
         assert tf.train.latest_checkpoint(str(tmp_path)) == first
         saver.restore(sess, first)
@@ -168,15 +170,19 @@ def test_save_into_a_read_only_or_full_directory(tmp_path, monkeypatch, code, wh
 
 
 def test_next_save_removes_temporary_files_of_killed_saves(tmp_path):
-    """A save removes the temporary files pygrad's saves name <file>.tempstate-pg<pid>-<hex> whose
-    process is gone (a save killed midway); a live process's, and names of other patterns, stay."""
+    """A save removes the temporary files pygrad's saves name <file>.tempstate-pg<pid>-<hex>-<host>
+    made on this host by a process that is gone (a save killed midway); a live process's, another
+    host's, and names of other patterns (TF's) stay."""
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
                           check=True)
     dead_pid = int(dead.stdout)
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    host = socket.gethostname()
     try:
-        stale = [f"model-1.index.tempstate-pg{dead_pid}-00ab", f"checkpoint.tempstate-pg{dead_pid}-0123456789abcdef"]
-        kept = [f"model-1.data-00000-of-00001.tempstate-pg{live.pid}-00ff", "model-1.index.tempstate1234",
+        stale = [f"model-1.index.tempstate-pg{dead_pid}-00ab-{host}",
+                 f"checkpoint.tempstate-pg{dead_pid}-0123456789abcdef-{host}"]
+        kept = [f"model-1.data-00000-of-00001.tempstate-pg{live.pid}-00ff-{host}",
+                f"model-1.index.tempstate-pg{dead_pid}-00ab-another-{host}", "model-1.index.tempstate1234",
                 "checkpoint.tmp0123abcd"]
         for name in stale + kept:
             (tmp_path / name).write_bytes(b"partial")

@@ -20,6 +20,7 @@ the file rather than return damaged values.
 import os
 import random
 import re
+import socket
 import struct
 
 import numpy as np
@@ -302,13 +303,13 @@ def fsync_dir(dirname):
         os.close(fd)
 
 
-# A temporary file of a save: <file>.tempstate-pg<pid of the writer>-<random hex>.
-_TEMP_NAME = re.compile(r"\.tempstate-pg(\d+)-[0-9a-f]+$")
+# A temporary file of a save: <file>.tempstate-pg<pid of the writer>-<random hex>-<its host name>.
+_TEMP_NAME = re.compile(r"\.tempstate-pg(\d+)-[0-9a-f]+-(.+)$")
 
 
 def temp_filename(path):
     """A name beside path for the temporary file a save writes before renaming it to path."""
-    return f"{path}.tempstate-pg{os.getpid()}-{random.getrandbits(64):016x}"
+    return f"{path}.tempstate-pg{os.getpid()}-{random.getrandbits(64):016x}-{socket.gethostname()}"
 
 
 def _process_gone(pid):
@@ -316,21 +317,23 @@ def _process_gone(pid):
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    except OSError:  # PermissionError: it exists, as another user's
-        return False
+    except PermissionError:  # it exists, as another user's
+        pass
     return False
 
 
 def remove_stale_temp_files(dirname):
-    """Removes the temporary files of saves into dirname whose writer (the pid in the name) no longer
-    runs, such as one killed in the middle of a save; another live process's files are left."""
+    """Removes the temporary files of saves into dirname made on this machine by a process that no
+    longer runs (the pid in the name), such as a save killed midway; the files of a live process,
+    of another machine and of other names are left."""
     try:
         names = os.listdir(dirname or ".")
     except OSError:
         return
     for name in names:
         m = _TEMP_NAME.search(name)
-        if m and int(m.group(1)) != os.getpid() and _process_gone(int(m.group(1))):
+        if m and m.group(2) == socket.gethostname() and int(m.group(1)) != os.getpid() and \
+                _process_gone(int(m.group(1))):
             try:
                 os.remove(os.path.join(dirname, name))
             except OSError:
