@@ -53,19 +53,22 @@ UnavailableError = _op_error("UnavailableError", UNAVAILABLE, "A service is not 
 DataLossError = _op_error("DataLossError", DATA_LOSS, "Unrecoverable data loss or corruption.")
 
 
-# TF's errno -> error code table (ErrnoToCode, the table of absl's ErrnoToStatusCode), for the errnos of
-# file operations; any other errno is UNKNOWN.
+# TF's errno -> error code table (ErrnoToCode, as absl's ErrnoToStatusCode); any other errno is UNKNOWN.
 _ERRNO_CLASSES = {
-    InvalidArgumentError: ["EINVAL", "ENAMETOOLONG", "E2BIG", "EFAULT", "EILSEQ", "ENOTTY", "ESPIPE"],
+    InvalidArgumentError: ["EINVAL", "ENAMETOOLONG", "E2BIG", "EDESTADDRREQ", "EDOM", "EFAULT", "EILSEQ", "ENOPROTOOPT",
+                           "ENOTSOCK", "ENOTTY", "EPROTOTYPE", "ESPIPE"],
+    DeadlineExceededError: ["ETIMEDOUT"],
     NotFoundError: ["ENODEV", "ENOENT", "ENOMEDIUM", "ENXIO", "ESRCH"],
-    AlreadyExistsError: ["EEXIST"],
+    AlreadyExistsError: ["EEXIST", "EADDRNOTAVAIL", "EALREADY", "ENOTUNIQ"],
     PermissionDeniedError: ["EPERM", "EACCES", "ENOKEY", "EROFS"],
-    FailedPreconditionError: ["ENOTEMPTY", "EISDIR", "ENOTDIR", "EBADF", "EBADFD", "EBUSY", "ENOTBLK", "EPIPE",
-                              "ETXTBSY"],
+    FailedPreconditionError: ["ENOTEMPTY", "EISDIR", "ENOTDIR", "EADDRINUSE", "EBADF", "EBADFD", "EBUSY", "ECHILD",
+                              "EISCONN", "EISNAM", "ENOTBLK", "ENOTCONN", "EPIPE", "ESHUTDOWN", "ETXTBSY", "EUNATCH"],
     ResourceExhaustedError: ["ENOSPC", "EDQUOT", "EMFILE", "EMLINK", "ENFILE", "ENOBUFS", "ENOMEM", "EUSERS"],
-    OutOfRangeError: ["EFBIG", "EOVERFLOW", "ERANGE"],
-    UnimplementedError: ["ENOSYS", "ENOTSUP", "EXDEV"],
-    UnavailableError: ["EAGAIN", "EINTR", "ENOLCK", "ENOLINK"],
+    OutOfRangeError: ["ECHRNG", "EFBIG", "EOVERFLOW", "ERANGE"],
+    UnimplementedError: ["ENOPKG", "ENOSYS", "ENOTSUP", "EAFNOSUPPORT", "EPFNOSUPPORT", "EPROTONOSUPPORT",
+                         "ESOCKTNOSUPPORT", "EXDEV"],
+    UnavailableError: ["EAGAIN", "ECOMM", "ECONNREFUSED", "ECONNABORTED", "ECONNRESET", "EINTR", "EHOSTDOWN",
+                       "EHOSTUNREACH", "ENETDOWN", "ENETRESET", "ENETUNREACH", "ENOLCK", "ENOLINK", "ENONET"],
     AbortedError: ["EDEADLK", "ESTALE"],
     CancelledError: ["ECANCELED"],
 }

@@ -97,8 +97,9 @@ def sum_to_shape(x, like):
 def fill(dims, value, name=None):
     """tf.fill: a tensor of shape dims filled with value, a number or a scalar tensor (one a run
     computes is broadcast to dims, and its gradient is the sum of the output's, as in TF)."""
-    if constant_value(value) is not None:
-        return array_ops.fill(dims, constant_value(value), name)
+    known = constant_value(value)
+    if known is not None:
+        return array_ops.fill(dims, known, name)
     value = convert_to_tensor(value)
     if value.shape.ndims is None:  # a scalar, checked when the step runs
         value = array_ops.reshape(value, [])
