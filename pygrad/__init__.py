@@ -42,7 +42,7 @@ from pygrad.dtypes import (DType, as_dtype, bool_ as bool, double, float16, floa
                            int16, int32, int64, string, uint8, uint16)
 from pygrad.gradients import AggregationMethod, UnconnectedGradients, gradients
 from pygrad.graph import Graph, GraphKeys, Operation, Tensor, get_default_graph, reset_default_graph
-from pygrad.ops.array_ops import (cast, constant, convert_to_tensor, expand_dims, fill, identity, ones, ones_like,
+from pygrad.ops.array_ops import (cast, constant, convert_to_tensor, expand_dims, identity, ones, ones_like,
                                   placeholder, rank, reshape, shape, size, squeeze, stop_gradient, to_double, to_float,
                                   to_int32, to_int64, transpose, zeros, zeros_like)
 from pygrad.ops.math_ops import (abs, add, add_n, ceil, cos, div, divide, equal, exp, floor, floordiv, floormod,
@@ -50,8 +50,8 @@ from pygrad.ops.math_ops import (abs, add, add_n, ceil, cos, div, divide, equal,
                                  logical_or, logical_xor, matmul, maximum, minimum, mod, multiply, negative, not_equal,
                                  pow, realdiv, reciprocal, round, rsqrt, scalar_mul, sigmoid, sign, sin, sqrt, square,
                                  squared_difference, subtract, tanh, truediv)
-from pygrad.ops.reduction_ops import (argmax, argmin, reduce_all, reduce_any, reduce_max, reduce_mean, reduce_min,
-                                      reduce_prod, reduce_sum)
+from pygrad.ops.reduction_ops import (argmax, argmin, fill, reduce_all, reduce_any, reduce_max, reduce_mean,
+                                      reduce_min, reduce_prod, reduce_sum)
 from pygrad.ops.numerics import add_check_numerics_ops, check_numerics
 from pygrad.ops.manip_ops import concat, gather, newaxis, one_hot, split, stack, tile, unstack, where
 from pygrad.ops.slice_ops import slice, strided_slice  # noqa: A004

@@ -1,4 +1,5 @@
 """Error classes (as tf.errors) and the capture of the user's line that built an op."""
+import errno
 import os
 import sys
 
@@ -50,6 +51,35 @@ UnimplementedError = _op_error("UnimplementedError", UNIMPLEMENTED, "An operatio
 InternalError = _op_error("InternalError", INTERNAL, "An internal invariant was broken.")
 UnavailableError = _op_error("UnavailableError", UNAVAILABLE, "A service is not available now.")
 DataLossError = _op_error("DataLossError", DATA_LOSS, "Unrecoverable data loss or corruption.")
+
+
+# TF's errno -> error code table (ErrnoToCode, as absl's ErrnoToStatusCode); any other errno is UNKNOWN.
+_ERRNO_CLASSES = {
+    InvalidArgumentError: ["EINVAL", "ENAMETOOLONG", "E2BIG", "EDESTADDRREQ", "EDOM", "EFAULT", "EILSEQ", "ENOPROTOOPT",
+                           "ENOTSOCK", "ENOTTY", "EPROTOTYPE", "ESPIPE"],
+    DeadlineExceededError: ["ETIMEDOUT"],
+    NotFoundError: ["ENODEV", "ENOENT", "ENOMEDIUM", "ENXIO", "ESRCH"],
+    AlreadyExistsError: ["EEXIST", "EADDRNOTAVAIL", "EALREADY", "ENOTUNIQ"],
+    PermissionDeniedError: ["EPERM", "EACCES", "ENOKEY", "EROFS"],
+    FailedPreconditionError: ["ENOTEMPTY", "EISDIR", "ENOTDIR", "EADDRINUSE", "EBADF", "EBADFD", "EBUSY", "ECHILD",
+                              "EISCONN", "EISNAM", "ENOTBLK", "ENOTCONN", "EPIPE", "ESHUTDOWN", "ETXTBSY", "EUNATCH"],
+    ResourceExhaustedError: ["ENOSPC", "EDQUOT", "EMFILE", "EMLINK", "ENFILE", "ENOBUFS", "ENOMEM", "EUSERS"],
+    OutOfRangeError: ["ECHRNG", "EFBIG", "EOVERFLOW", "ERANGE"],
+    UnimplementedError: ["ENOPKG", "ENOSYS", "ENOTSUP", "EAFNOSUPPORT", "EPFNOSUPPORT", "EPROTONOSUPPORT",
+                         "ESOCKTNOSUPPORT", "EXDEV"],
+    UnavailableError: ["EAGAIN", "ECOMM", "ECONNREFUSED", "ECONNABORTED", "ECONNRESET", "EINTR", "EHOSTDOWN",
+                       "EHOSTUNREACH", "ENETDOWN", "ENETRESET", "ENETUNREACH", "ENOLCK", "ENOLINK", "ENONET"],
+    AbortedError: ["EDEADLK", "ESTALE"],
+    CancelledError: ["ECANCELED"],
+}
+_ERRNO_CLASS = {getattr(errno, n): cls for cls, names in _ERRNO_CLASSES.items() for n in names if hasattr(errno, n)}
+
+
+def from_os_error(e, context, filename=None):
+    """The tf.errors error TF raises for an OSError of a file operation: the class its errno maps to
+    (UnknownError for none), the message "<context>: <file>; <strerror>" as TF's IOError."""
+    cls = _ERRNO_CLASS.get(e.errno, UnknownError)
+    return cls(None, None, f"{context}: {e.filename or filename}; {e.strerror or e}")
 
 
 def user_site():

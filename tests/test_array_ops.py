@@ -155,6 +155,28 @@ def test_fill_and_default_dtypes():
     assert_close(out[3], np.ones((1, 2), np.float32))
 
 
+def test_fill_with_a_computed_scalar(tf_peer):
+    """tf.fill(dims, tensor): a scalar the run computes, dims static or read from a fed shape; its
+    gradient is the sum of the output's; a value of another rank is refused when the graph is built."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = {}
+    for module in (tf, tf_peer):
+        with module.Graph().as_default():
+            p = module.placeholder(module.float32, [None, 3])
+            v = module.reduce_sum(p)
+            f = module.fill([2, 3], v)
+            outs = [f, module.fill(module.shape(p), v * 2.0), module.fill([2], module.greater(v, 0.0)),
+                    module.fill([3], module.size(p)), module.fill([2], module.constant(4)),
+                    module.gradients(module.reduce_sum(f * f), p)[0]]
+            with module.Session() as sess:
+                got[module] = sess.run(outs, {p: x})
+            with pytest.raises(ValueError, match="rank 0"):
+                module.fill([2], p)
+    for a, b in zip(got[tf], got[tf_peer]):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("static", [True, False, None], ids=["static", "dims", "rank"])
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_zeros_like_ones_like(dtype, static):

@@ -216,6 +216,26 @@ def test_from_generator():
             sess.run(bad.get_next())
 
 
+@pytest.mark.parametrize("kind, error", [(RuntimeError, "UnknownError"), (KeyError, "UnknownError"),
+                                         (ValueError, "InvalidArgumentError")])
+def test_generator_exception_becomes_the_error_class_tensorflow_gives(kind, error, tf_peer):
+    """TF runs the generator in a py_func: a RuntimeError is an UnknownError naming it, a ValueError an
+    InvalidArgumentError; the elements before it are delivered, and pygrad keeps it as __cause__."""
+    def gen():
+        yield 1
+        raise kind("boom")
+
+    for module in (tf, tf_peer):
+        with module.Graph().as_default():
+            nxt = module.data.make_one_shot_iterator(module.data.Dataset.from_generator(gen, module.int64)).get_next()
+            with module.Session() as sess:
+                assert sess.run(nxt) == 1
+                with pytest.raises(getattr(module.errors, error), match=f"{kind.__name__}: .*boom") as info:
+                    sess.run(nxt)
+        if module is tf:
+            assert isinstance(info.value.__cause__, kind)
+
+
 def test_batch_of_different_shapes_is_refused():
     ds = ragged(tf, 4).batch(2)
     nxt = ds.make_one_shot_iterator().get_next()

@@ -114,6 +114,65 @@ def test_corrupted_record_is_detected(tmp_path):
         list(read_records(path))
 
 
+def _scalar_event_file(logdir, tag, values, **kwargs):
+    """An event file of one writer with values of tag at steps 0, 1, ...; its path."""
+    with tf.summary.FileWriter(logdir, **kwargs) as writer:
+        for step, v in enumerate(values):
+            writer.add_summary(tf.Summary(value=[tf.Summary.Value(tag=tag, simple_value=v)]), step)
+    return writer._path
+
+
+def test_writers_of_the_same_second_never_truncate_each_other(tmp_path, monkeypatch):
+    """TF names an event file by the second and truncates the file of an earlier writer of that
+    second; pygrad adds .1, .2, ... to the name instead, and both readers see every file's events."""
+    from pygrad.summary import writer as writer_module
+    monkeypatch.setattr(writer_module, "time", type("FrozenClock", (), {"time": staticmethod(lambda: 1.7e9)}))
+    paths = [_scalar_event_file(tmp_path, "a", [1.0, 2.0]), _scalar_event_file(tmp_path, "b", [3.0])]
+    reopened = tf.summary.FileWriter(tmp_path, filename_suffix=".v2")
+    reopened.close()
+    reopened.reopen()
+    reopened.add_summary(tf.Summary(value=[tf.Summary.Value(tag="c", simple_value=4.0)]), 5)
+    reopened.close()
+    host = socket.gethostname()
+    assert [os.path.basename(p) for p in paths] == [f"events.out.tfevents.1700000000.{host}",
+                                                     f"events.out.tfevents.1700000000.{host}.1"]
+    names = [os.path.basename(p) for p in tf.summary.event_files(tmp_path)]
+    assert set(names) == {os.path.basename(p) for p in paths} | {f"events.out.tfevents.1700000000.{host}.v2",
+                                                                  f"events.out.tfevents.1700000000.{host}.1.v2"}
+    assert names.index(os.path.basename(paths[0])) < names.index(os.path.basename(paths[1]))
+    assert tf.summary.read_scalars(tmp_path) == {"a": [(0, 1.0), (1, 2.0)], "b": [(0, 3.0)], "c": [(5, 4.0)]}
+    ea_module = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    acc = ea_module.EventAccumulator(str(tmp_path))
+    acc.Reload()
+    assert {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]} == \
+        {"a": [(0, 1.0), (1, 2.0)], "b": [(0, 3.0)], "c": [(5, 4.0)]}
+
+
+def test_a_damaged_file_keeps_its_good_prefix(tmp_path, caplog):
+    """As TensorBoard: the records before a damaged one are read, the rest of that file is skipped
+    (with a warning naming the file and offset), and the run's later files are read."""
+    damaged = _scalar_event_file(tmp_path, "a", [1.0, 2.0, 3.0, 4.0])
+    data = bytearray(Path(damaged).read_bytes())
+    pos = 0
+    for _ in range(3):  # the file_version event and two summaries
+        pos += 12 + struct.unpack("<Q", data[pos:pos + 8])[0] + 4
+    data[pos + 14] ^= 0x01  # the data of the third summary
+    Path(damaged).write_bytes(bytes(data))
+    time.sleep(1.0)  # the next file, a second later
+    _scalar_event_file(tmp_path, "b", [5.0])
+    with caplog.at_level("WARNING", logger="pygrad"):
+        assert tf.summary.read_scalars(tmp_path) == {"a": [(0, 1.0), (1, 2.0)], "b": [(0, 5.0)]}
+    assert f"corrupted record at {pos} in {damaged}" in caplog.text and "skipped" in caplog.text
+    events = tf.summary.summary_iterator(damaged)
+    assert [next(events).step for _ in range(3)] == [0, 0, 1]
+    with pytest.raises(tf.errors.DataLossError):
+        next(events)
+    ea_module = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    acc = ea_module.EventAccumulator(str(tmp_path))
+    acc.Reload()
+    assert [(e.step, e.value) for e in acc.Scalars("a")] == [(0, 1.0), (1, 2.0)]
+
+
 def test_buffering_flush_thread_and_close(tmp_path):
     writer = tf.summary.FileWriter(tmp_path, max_queue=100, flush_secs=0.2, filename_suffix=".v2")
     assert writer.get_logdir() == str(tmp_path)

@@ -7,6 +7,7 @@ The signal cases run in a child process, so that a crash is a failed test rather
 run."""
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -84,7 +85,8 @@ print("interrupted", interrupted, "loss", value)
 def _child(model, body, **params):
     program = f"MODEL = {model!r}\n" + "".join(f"{k} = {v!r}\n" for k, v in params.items()) + \
         textwrap.dedent(MODELS) + textwrap.dedent(body)
-    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600)
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600,
+                         cwd=tempfile.gettempdir())  # (the installed pygrad, not the source tree's)
     assert out.returncode == 0, f"the child ended with {out.returncode}:\n{out.stderr[-3000:]}"
     return out.stdout.split()
 
@@ -160,7 +162,8 @@ except KeyboardInterrupt:
 
 
 def test_ctrl_c_stops_a_run_that_never_ends():
-    out = subprocess.run([sys.executable, "-c", RUNAWAY_CTRL_C], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", RUNAWAY_CTRL_C], capture_output=True, text=True, timeout=120,
+                         cwd=tempfile.gettempdir())
     assert out.returncode == 0, out.stderr[-3000:]
     words = out.stdout.split()
     assert words[0] == "latency" and float(words[1]) < 0.2, out.stdout

@@ -1,8 +1,10 @@
 """tf.train.Saver and the checkpoint helpers: save/restore by name, kept checkpoints, TF's errors,
 optimizer slots named and restored as TensorFlow's (training resumes exactly), crash safety
 under SIGKILL, and checkpoints exchanged with TensorFlow both ways."""
+import errno
 import json
 import os
+import socket
 import subprocess
 import sys
 import warnings
@@ -125,6 +127,74 @@ def test_save_errors(tmp_path):
     with tf.Session() as sess:  # w never initialized
         with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value w"):
             tf.train.Saver([w]).save(sess, str(tmp_path / "m"))
+
+
+def _fail_writes(monkeypatch, module, code, where):
+    """Makes module's open of a temporary file fail as a read-only or full directory would: code
+    raised when the file opens, or (where="write") ENOSPC from writing to /dev/full."""
+    def fake_open(path, mode="r", *args, **kwargs):
+        if ".tempstate" not in os.fspath(path):
+            return open(path, mode, *args, **kwargs)
+        if where == "write":
+            return open("/dev/full", mode, *args, **kwargs)
+        raise OSError(code, os.strerror(code), os.fspath(path))
+    monkeypatch.setattr(module, "open", fake_open, raising=False)
+
+
+@pytest.mark.parametrize("code, where, error", [
+    (errno.EACCES, "open", "PermissionDeniedError"), (errno.EPERM, "open", "PermissionDeniedError"),
+    (errno.EROFS, "open", "PermissionDeniedError"), (errno.EDQUOT, "open", "ResourceExhaustedError"),
+    (errno.ENOSPC, "write", "ResourceExhaustedError"), (errno.EFBIG, "open", "OutOfRangeError"),
+    (errno.EIO, "open", "UnknownError")])
+@pytest.mark.parametrize("stage", ["bundle", "state"])
+def test_save_into_a_read_only_or_full_directory(tmp_path, monkeypatch, code, where, error, stage):
+    """An OSError of a save is TF's error class for its errno (errno -> code as TF's ErrnoToCode),
+    naming the file; the previous checkpoint stays the latest, intact, and no temporary file is left."""
+    from pygrad.train import checkpoint_bundle, checkpoint_management
+    v = tf.Variable(1.0, name="v")
+    saver = tf.train.Saver([v])
+    prefix = str(tmp_path / "model")
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        first = saver.save(sess, prefix, global_step=1)
+        sess.run(v.assign(2.0))
+        with monkeypatch.context() as m:
+            _fail_writes(m, checkpoint_bundle if stage == "bundle" else checkpoint_management, code, where)
+            match = f"{tmp_path}/(model|checkpoint).*; {os.strerror(code)}"
+            with pytest.raises(getattr(tf.errors, error), match=match):
+                saver.save(sess, prefix, global_step=2)
+        assert tf.train.latest_checkpoint(str(tmp_path)) == first
+        saver.restore(sess, first)
+        assert sess.run(v) == 1.0
+    assert not [f for f in os.listdir(tmp_path) if "tempstate" in f]
+
+
+def test_next_save_removes_temporary_files_of_killed_saves(tmp_path):
+    """A save removes the temporary files pygrad's saves name <file>.tempstate-pg<pid>-<hex>-<host>
+    made on this host by a process that is gone (a save killed midway); a live process's, another
+    host's, and names of other patterns (TF's) stay."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    dead_pid = int(dead.stdout)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    host = socket.gethostname()
+    try:
+        stale = [f"model-1.index.tempstate-pg{dead_pid}-00ab-{host}",
+                 f"checkpoint.tempstate-pg{dead_pid}-0123456789abcdef-{host}"]
+        kept = [f"model-1.data-00000-of-00001.tempstate-pg{live.pid}-00ff-{host}",
+                f"model-1.index.tempstate-pg{dead_pid}-00ab-another-{host}", "model-1.index.tempstate1234",
+                "checkpoint.tmp0123abcd"]
+        for name in stale + kept:
+            (tmp_path / name).write_bytes(b"partial")
+        v = tf.Variable(1.0, name="v")
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            tf.train.Saver([v]).save(sess, str(tmp_path / "model"), global_step=2)
+        assert set(kept) <= set(os.listdir(tmp_path))
+        assert not set(stale) & set(os.listdir(tmp_path))
+    finally:
+        live.kill()
+        live.wait()
 
 
 @pytest.fixture

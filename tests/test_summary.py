@@ -154,9 +154,9 @@ def test_a_summary_costs_no_extra_native_run_and_reads_before_the_update():
             plan, calls = compiled.plan, []
 
             class Counting:
-                def run(self, arrays):
+                def run(self, arrays, deadline=0):
                     calls.append(1)
-                    return plan.run(arrays)
+                    return plan.run(arrays, deadline)
 
             compiled.plan = Counting()
             _, summary = sess.run([train, merged])

@@ -26,6 +26,38 @@ def test_a_write_out_of_range_names_the_op():
         assert list(s.run(ta.stack(), {i: 1})) == [0.0, 1.0]
 
 
+def test_dynamic_size_grows_with_writes_at_constant_indices(tf_peer):
+    """As TF: a write past the size grows a dynamic_size array to index + 1 (unwritten rows zeros)."""
+    got = {}
+    for lib in (tf, tf_peer):
+        with lib.Graph().as_default():
+            t = lib.TensorArray(lib.float32, size=0, dynamic_size=True).write(0, [1.0, 2.0]).write(2, [5.0, 6.0])
+            x = lib.constant([3.0, 4.0])
+            t2 = lib.TensorArray(lib.float32, size=1, dynamic_size=True).write(1, x).write(3, x * 2.0)
+            with lib.Session() as s:
+                got[lib] = s.run([t.stack(), t.size(), t2.stack(), t2.size()])
+    for a, b in zip(got[tf], got[tf_peer]):
+        np.testing.assert_array_equal(a, b)
+    t2 = tf.TensorArray(tf.float32, size=1, dynamic_size=True)
+    x = tf.constant([3.0, 4.0])
+    (g,) = tf.gradients(tf.reduce_sum(t2.write(1, x).write(3, x * 2.0).stack() * 3.0), x)
+    with tf.Session() as s:
+        np.testing.assert_array_equal(s.run(g), [9.0, 9.0])
+
+
+def test_dynamic_size_of_zero_written_in_a_loop_is_refused_naming_the_op():
+    """A computed index cannot grow the array (static plan shapes): refused when the graph is built."""
+    def body(i, ta):
+        return i + 1, ta.write(i, tf.cast(i, tf.float32))
+
+    with pytest.raises(ValueError, match=r"TensorArrayWriteV3 'while/TensorArrayWriteV3': .*dynamic_size=True "
+                                         r"and size 0.*give it the size"):
+        tf.while_loop(lambda i, ta: i < 5, body, [0, tf.TensorArray(tf.float32, size=0, dynamic_size=True)])
+    _, ta = tf.while_loop(lambda i, ta: i < 5, body, [0, tf.TensorArray(tf.float32, size=5, dynamic_size=True)])
+    with tf.Session() as s:
+        np.testing.assert_array_equal(s.run(ta.stack()), [0.0, 1.0, 2.0, 3.0, 4.0])
+
+
 def _rnn(lib, x, w, u, T, B, H):
     ta_in = lib.TensorArray(lib.float32 if x.dtype == lib.float32 else lib.float64, size=T).unstack(x)
     ta_out = lib.TensorArray(x.dtype, size=T)

@@ -13,7 +13,7 @@ import numpy as np
 from pygrad import dtypes, errors, nest
 from pygrad.data.iterator_ops import Iterator
 from pygrad.graph import Tensor, TensorLike, get_default_graph
-from pygrad.ops import array_ops
+from pygrad.ops import array_ops, script_ops
 from pygrad.ops.random_ops import get_seed
 from pygrad.shapes import TensorShape, as_shape
 
@@ -221,8 +221,21 @@ class _GeneratorDataset(Dataset):
         super().__init__(list(zip(types, shapes)), output_types)
         self._generator, self._args = generator, tuple(args or ())
 
+    def _values(self):
+        """The generator's values; its exception becomes the tf.errors class TF's py_func gives it (a
+        RuntimeError an UnknownError, "RuntimeError: <message>"), with the exception as __cause__."""
+        values = iter(self._generator(*self._args))
+        while True:
+            try:
+                value = next(values)
+            except StopIteration:
+                return
+            except Exception as e:  # noqa: BLE001 (every exception becomes a tf.errors class, as in TF)
+                raise script_ops.error_class(e)(None, None, f"from_generator: {type(e).__name__}: {e}") from e
+            yield value
+
     def _elements(self, ctx):
-        for value in self._generator(*self._args):
+        for value in self._values():
             flat = nest.flatten(value) if nest.is_sequence(self._structure) else [value]
             if len(flat) != len(self._specs):
                 raise errors.InvalidArgumentError(None, None, f"from_generator: the generator yielded {len(flat)} "

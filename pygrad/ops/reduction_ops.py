@@ -4,8 +4,10 @@ its input's shape). Each op's shape rule and gradient together."""
 import numpy as np
 
 from pygrad import dtypes
-from pygrad.ops.array_ops import (ReshapeLike, cast, convert_to_tensor, expand_dims, ones_like, size, static_int,
-                                  static_ints)
+from pygrad.graph import build_error
+from pygrad.ops import array_ops
+from pygrad.ops.array_ops import (ReshapeLike, cast, constant_value, convert_to_tensor, expand_dims, ones_like, size,
+                                  static_int, static_ints)
 from pygrad.ops.math_ops import BOOL, FLOATS, NUMBERS, check_dtype, equal, truediv
 from pygrad.registry import CUSTOM, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape
@@ -90,6 +92,21 @@ def sum_to_shape(x, like):
     if x.shape.is_fully_defined() and x.shape == like.shape:
         return x
     return SumToShape(x, like)
+
+
+def fill(dims, value, name=None):
+    """tf.fill: a tensor of shape dims filled with value, a number or a scalar tensor (one a run
+    computes is broadcast to dims, and its gradient is the sum of the output's, as in TF)."""
+    known = constant_value(value)
+    if known is not None:
+        return array_ops.fill(dims, known, name)
+    value = convert_to_tensor(value)
+    if value.shape.ndims is None:  # a scalar, checked when the step runs
+        value = array_ops.reshape(value, [])
+    if value.shape.ndims != 0:
+        raise build_error("Fill", name or "Fill", f"Shape must be rank 0 but is rank {value.shape.ndims}: "
+                                                  f"value must be a scalar, got shape {value.shape}", ValueError)
+    return BroadcastLike(value, array_ops.zeros(dims, value.dtype), axes=None, mean=False, name=name or "Fill")
 
 
 # ---------------------------------------------------------------- reductions

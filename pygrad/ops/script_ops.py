@@ -26,14 +26,18 @@ _EXCEPTIONS = [((ValueError, TypeError), errors.InvalidArgumentError), (StopIter
                (MemoryError, errors.ResourceExhaustedError), (NotImplementedError, errors.UnimplementedError)]
 
 
+def error_class(exception):
+    """The tf.errors class TF raises for an exception of a Python function it called (UnknownError if none)."""
+    return next((c for kinds, c in _EXCEPTIONS if isinstance(exception, kinds)), errors.UnknownError)
+
+
 @PyFunc.host
 def _(ctx, op, values):
     func, tout = op.attrs["func"], op.attrs["Tout"]
     try:
         result = func(*[np.asarray(v) if not isinstance(v, np.ndarray) else v for v in values])
     except Exception as e:  # noqa: BLE001 (every exception becomes a tf.errors class, as in TF)
-        cls = next((c for kinds, c in _EXCEPTIONS if isinstance(e, kinds)), errors.UnknownError)
-        raise cls(None, op, op.error(f"{type(e).__name__}: {e}")) from e
+        raise error_class(e)(None, op, op.error(f"{type(e).__name__}: {e}")) from e
     if not isinstance(result, (list, tuple)):
         result = [] if result is None and not tout else [result]
     if len(result) != len(tout):

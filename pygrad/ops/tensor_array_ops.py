@@ -10,14 +10,17 @@ shape is element_shape merged with what the first value written says (as TF1's i
 with the shape of a tensor (`element_like` of _sized_like). Those tensors are shape-only inputs of
 the TensorArrayV3 op: their shapes, concrete per plan, size the array, and their values are never
 computed. So an array of a [time, batch, units] sequence may have an unknown time and batch when
-the graph is built (tf.nn.dynamic_rnn's outputs). dynamic_size arrays
-keep the size they were given: a write past it raises. Reads do not clear rows
+the graph is built (tf.nn.dynamic_rnn's outputs). A dynamic_size array grows, as TF's, with a write
+at an index the graph fixes (a constant) past its size: the flow is padded with zero rows up to the
+index, then written. A write at a computed index cannot grow it (a plan's shapes are static, and a
+loop variable keeps its shape across iterations): one into an array of size 0 is refused when the
+graph is built, and one past a larger size raises when it runs. Reads do not clear rows
 (clear_after_read is accepted and has no effect).
 """
 from pygrad import dtypes
 from pygrad.graph import Tensor, unwrap
 from pygrad.kernels import COPY, TEMP_BUFFER
-from pygrad.ops import array_ops, manip_ops, state_ops
+from pygrad.ops import array_ops, manip_ops, sequence_ops, state_ops
 from pygrad.registry import ALIAS, CUSTOM, OpDef, Spec, fail
 from pygrad.shapes import TensorShape, as_shape
 
@@ -206,8 +209,9 @@ class TensorArray:
     def _as_loop_var(self):
         return self.flow
 
-    def _with_flow(self, flow):
-        ta = TensorArray(self._dtype, size=self._size, handle=self._meta, flow=flow, name=self._name)
+    def _with_flow(self, flow, size=None):
+        ta = TensorArray(self._dtype, size=self._size if size is None else size, dynamic_size=self._dynamic_size,
+                         handle=self._meta, flow=flow, name=self._name)
         ta._size_like, ta._element_like = self._size_like, self._element_like
         return ta
 
@@ -235,7 +239,25 @@ class TensorArray:
                                                f"{self._meta.element_shape}, the value has shape {value.shape}", name)
             self._meta.element_shape = self._meta.element_shape.merge_with(value.shape)
         index = array_ops.convert_to_tensor(index, dtype=dtypes.int32)
-        return self._with_flow(TensorArrayWriteV3(self.flow, index, value, name=name))
+        flow, size = self.flow, self._size
+        if self._dynamic_size and self._size_like is None:
+            at = array_ops.constant_value(index)
+            if at is not None and int(at) >= size:
+                flow, size = self._grown(int(at) + 1, name), int(at) + 1
+            elif at is None and size == 0:
+                raise TensorArrayWriteV3.error(
+                    "this TensorArray has dynamic_size=True and size 0: pygrad grows it only with writes at indices "
+                    "the graph fixes (constants), since a plan's shapes are static and a loop variable keeps its "
+                    "shape across iterations; give it the size it will have (the number of rows written)", name)
+        return self._with_flow(TensorArrayWriteV3(flow, index, value, name=name), size)
+
+    def _grown(self, rows, name):
+        """The flow padded with zero rows to rows rows (a dynamic_size array written past its size)."""
+        rank = TensorShape(self.flow.shape).ndims
+        if rank is None:
+            raise TensorArrayWriteV3.error("this dynamic_size TensorArray grows only when its element shape's rank "
+                                           "is known: give element_shape", name)
+        return sequence_ops.pad(self.flow, [[0, rows - self._size]] + [[0, 0]] * (rank - 1))
 
     def read(self, index, name=None):
         index = array_ops.convert_to_tensor(index, dtype=dtypes.int32)

@@ -1,10 +1,12 @@
 """tf.summary.FileWriter: Event protocol buffers in TFRecord files that TensorBoard reads.
 
-A writer creates `events.out.tfevents.<seconds>.<hostname><filename_suffix>` in logdir and writes
+A writer creates `events.out.tfevents.<seconds>.<hostname><filename_suffix>` in logdir (with .1, .2, ...
+after the hostname when another writer of the same second has that name) and writes
 first an Event with file_version "brain.Event:2", as TensorFlow's EventsWriter does. Events are
 queued in memory and written when max_queue are pending, every flush_secs by a background thread,
 on flush() and on close().
 """
+import itertools
 import os
 import socket
 import threading
@@ -14,6 +16,19 @@ from pygrad.graph import Graph, get_default_graph
 from pygrad.graph_def import graph_def as _graph_def
 from pygrad.messages import Event, Summary, TaggedRunMetadata
 from pygrad.summary.records import encode_record
+
+
+def _create_event_file(logdir, suffix):
+    """(path, file) of a new event file, TF's name events.out.tfevents.<seconds>.<hostname><suffix>
+    or, if a writer of the same second made that one (TF would truncate it), the first free name
+    with .1, .2, ... after the hostname; created exclusively, so no existing file is ever truncated."""
+    stem = os.path.join(logdir, f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}")
+    for n in itertools.count():
+        path = f"{stem}{f'.{n}' if n else ''}{suffix}"
+        try:
+            return path, open(path, "xb")
+        except FileExistsError:
+            pass
 
 
 class FileWriter:
@@ -33,9 +48,7 @@ class FileWriter:
 
     def _open(self):
         os.makedirs(self._logdir, exist_ok=True)
-        name = f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}{self._suffix}"
-        self._path = os.path.join(self._logdir, name)
-        self._file = open(self._path, "wb")
+        self._path, self._file = _create_event_file(self._logdir, self._suffix)
         self._queue = []
         self._closed = False
         self._write([encode_record(Event(wall_time=time.time(), file_version="brain.Event:2").SerializeToString())])
@@ -122,7 +135,7 @@ class FileWriter:
             self._file.flush()
 
     def close(self):
-        """Flushes and closes the file; the writer can be reopen()ed (to a new file)."""
+        """Flushes and closes the file; the writer can be reopen()ed (to a new file, never this one)."""
         if self._closed:
             return
         self.flush()

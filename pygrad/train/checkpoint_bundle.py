@@ -19,6 +19,8 @@ the file rather than return damaged values.
 """
 import os
 import random
+import re
+import socket
 import struct
 
 import numpy as np
@@ -281,11 +283,16 @@ class Entry:
 
 
 def _write_file(path, chunks):
-    with open(path, "wb") as f:
-        for c in chunks:
-            f.write(c)
-        f.flush()
-        os.fsync(f.fileno())
+    """Writes chunks to path and fsyncs it; an OSError names path (a write's does not by itself)."""
+    try:
+        with open(path, "wb") as f:
+            for c in chunks:
+                f.write(c)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        e.filename = e.filename or path
+        raise
 
 
 def fsync_dir(dirname):
@@ -296,12 +303,49 @@ def fsync_dir(dirname):
         os.close(fd)
 
 
+# A temporary file of a save: <file>.tempstate-pg<pid of the writer>-<random hex>-<its host name>.
+_TEMP_NAME = re.compile(r"\.tempstate-pg(\d+)-[0-9a-f]+-(.+)$")
+
+
+def temp_filename(path):
+    """A name beside path for the temporary file a save writes before renaming it to path."""
+    return f"{path}.tempstate-pg{os.getpid()}-{random.getrandbits(64):016x}-{socket.gethostname()}"
+
+
+def _process_gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # it exists, as another user's
+        pass
+    return False
+
+
+def remove_stale_temp_files(dirname):
+    """Removes the temporary files of saves into dirname made on this machine by a process that no
+    longer runs (the pid in the name), such as a save killed midway; the files of a live process,
+    of another machine and of other names are left."""
+    try:
+        names = os.listdir(dirname or ".")
+    except OSError:
+        return
+    for name in names:
+        m = _TEMP_NAME.search(name)
+        if m and m.group(2) == socket.gethostname() and int(m.group(1)) != os.getpid() and \
+                _process_gone(int(m.group(1))):
+            try:
+                os.remove(os.path.join(dirname, name))
+            except OSError:
+                pass
+
+
 def write_bundle(prefix, tensors):
     """Writes tensors ({name: numpy array}) as the bundle at prefix: temporary files, fsynced, then
-    renamed into place (the data file first, the index last)."""
+    renamed into place (the data file first, the index last). An OSError becomes TF's error class
+    for its errno (PermissionDeniedError, ResourceExhaustedError, ...) naming the file; the files
+    of an earlier checkpoint at prefix are then left as they were."""
     dirname = os.path.dirname(prefix)
-    if dirname:
-        os.makedirs(dirname, exist_ok=True)
     chunks, entries, offset = [], [], 0
     for name in sorted(tensors):
         arr = np.asarray(tensors[name])  # (ascontiguousarray would make a scalar 1-d)
@@ -314,18 +358,22 @@ def write_bundle(prefix, tensors):
         chunks.append(data)
         offset += len(data)
     table = build_table([(b"", _header_proto())] + entries)
-    tag = f".tempstate{random.getrandbits(64)}"
-    data_tmp, index_tmp = data_filename(prefix) + tag, index_filename(prefix) + tag
+    data_tmp, index_tmp = temp_filename(data_filename(prefix)), temp_filename(index_filename(prefix))
     try:
+        if dirname:
+            os.makedirs(dirname, exist_ok=True)
+        remove_stale_temp_files(dirname)
         _write_file(data_tmp, chunks)
         _write_file(index_tmp, [table])
         os.replace(data_tmp, data_filename(prefix))
         os.replace(index_tmp, index_filename(prefix))
+        fsync_dir(dirname)
+    except OSError as e:
+        raise errors.from_os_error(e, "Saving the checkpoint", dirname) from e
     finally:
         for p in (data_tmp, index_tmp):
             if os.path.exists(p):
                 os.remove(p)
-    fsync_dir(dirname)
 
 
 # ---------------------------------------------------------------- reading

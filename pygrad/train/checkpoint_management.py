@@ -5,9 +5,9 @@ fsync, rename), so a reader sees the old state or the new one, never a mix."""
 import glob
 import logging
 import os
-import random
 import re
 
+from pygrad import errors
 from pygrad.train import checkpoint_bundle
 
 DEFAULT_STATE_FILENAME = "checkpoint"
@@ -111,18 +111,21 @@ def _state_filename(save_dir, latest_filename):
 
 
 def atomic_write_string_to_file(filename, contents):
-    """Writes contents to a temporary file beside filename, fsyncs it and renames it over filename."""
-    tmp = f"{filename}.tmp{random.getrandbits(64):016x}"
+    """Writes contents to a temporary file beside filename, fsyncs it and renames it over filename; an
+    OSError becomes TF's error class for its errno."""
+    tmp = checkpoint_bundle.temp_filename(filename)
     try:
         with open(tmp, "w") as f:
             f.write(contents)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, filename)
+        checkpoint_bundle.fsync_dir(os.path.dirname(filename))
+    except OSError as e:
+        raise errors.from_os_error(e, "Writing the checkpoint state", filename) from e
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
-    checkpoint_bundle.fsync_dir(os.path.dirname(filename))
 
 
 def generate_checkpoint_state_proto(save_dir, model_checkpoint_path, all_model_checkpoint_paths=None,
