@@ -1,7 +1,8 @@
 """Stopping native runs: Ctrl-C in a training loop raises KeyboardInterrupt and the session goes on,
-a run that never ends stops at SIGINT or at its time limit, and no signal corrupts memory. A signal handled on a thread while oneDNN's float32 products ran
-there used to corrupt the heap (pg/signals.h): a timer signal every 0.5 ms aborted every such loop
-on two threads, and Ctrl-C 6 of 15 of the training loops it stopped.
+a run that never ends stops at SIGINT or at its time limit, and no signal corrupts memory. A signal
+handled on a thread while oneDNN's float32 products ran there used to corrupt the heap
+(pg/signals.h): a timer signal every 0.5 ms aborted every such loop on two threads, and Ctrl-C 6 of
+15 of the training loops it stopped.
 
 The signal cases run in a child process, so that a crash is a failed test rather than a dead test
 run."""
