@@ -14,6 +14,7 @@
 // and the binding then has Python run its handler (KeyboardInterrupt). A deadline stops a run the
 // same way (DeadlineExceeded).
 #pragma once
+#include <atomic>
 #include <cstdint>
 
 namespace pg {
@@ -28,7 +29,8 @@ void use_signal_stack();
 void watch_sigint();
 // Whether runs on the calling thread stop at a SIGINT, and the count so far.
 bool sigint_stops_runs_here();
-uint64_t sigint_count();
+extern std::atomic<uint64_t> g_sigints;  // (read before every step of a watched run: inline)
+inline uint64_t sigint_count() { return g_sigints.load(std::memory_order_relaxed); }
 // The clock deadlines are read against: CLOCK_MONOTONIC, Python's time.monotonic_ns().
 int64_t monotonic_ns();
 

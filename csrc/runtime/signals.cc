@@ -45,7 +45,6 @@ class SignalStack {
   void* mem_ = nullptr;
 };
 
-std::atomic<uint64_t> g_sigints{0};
 struct sigaction g_next_handler;  // the handler watch_sigint's calls after counting
 std::atomic<bool> g_watching{false};
 pthread_t g_watcher;
@@ -57,6 +56,8 @@ void count_sigint(int sig, siginfo_t* info, void* context) {
 }
 
 }  // namespace
+
+std::atomic<uint64_t> g_sigints{0};
 
 void watch_sigint() {
   struct sigaction now {};
@@ -77,8 +78,6 @@ void watch_sigint() {
 bool sigint_stops_runs_here() {
   return g_watching.load(std::memory_order_acquire) && pthread_equal(pthread_self(), g_watcher);
 }
-
-uint64_t sigint_count() { return g_sigints.load(std::memory_order_relaxed); }
 
 int64_t monotonic_ns() {
   timespec t{};
