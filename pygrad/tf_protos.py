@@ -1,9 +1,12 @@
 """TensorFlow's graph messages on the protobuf runtime: GraphDef, NodeDef, AttrValue (with its
-ListValue and NameAttrList), TensorProto, TensorShapeProto, VersionDef and the DataType enum, with
-TF's package (`tensorflow`), names and field numbers (tensorflow/core/framework/*.proto), so what
-they parse and serialize is TF's bytes. What is left out here (the insides of a TensorProto's resource
-handles and variants and of a GraphDef's function library, a NodeDef's debug info) parses as
-unknown fields and serializes back unchanged.
+ListValue and NameAttrList), TensorProto, TensorShapeProto, VersionDef and the DataType enum
+(tensorflow/core/framework/*.proto); MetaGraphDef, CollectionDef, SignatureDef, TensorInfo,
+AssetFileDef, SaverDef and SavedModel (core/protobuf/{meta_graph,saver,saved_model}.proto);
+VariableDef and SaveSliceInfoDef (framework/variable.proto). They have TF's package
+(`tensorflow`), names and field numbers, so what they parse and serialize is TF's bytes. What is
+left out here (the insides of a TensorProto's resource handles and variants, of a GraphDef's
+function library, of a MetaGraphDef's stripped op list, Any and object graph) parses as unknown
+fields and serializes back unchanged.
 
 The schema is declared here as a FileDescriptorProto in its own descriptor pool (no protoc step,
 and no clash with TensorFlow's classes when both are loaded); import this module lazily: building
@@ -50,21 +53,64 @@ _MESSAGES = {
                 ("device", 4, "string", ""), ("attr", 5, "map:AttrValue", "")],
     "VersionDef": [("producer", 1, "int32", ""), ("min_consumer", 2, "int32", ""),
                    ("bad_consumers", 3, "int32", "repeated")],
-    "GraphDef": [("node", 1, "NodeDef", "repeated"), ("library", 2, "FunctionDefLibrary", ""), ("version", 3, "int32", ""), ("versions", 4, "VersionDef", "")],
+    "GraphDef": [("node", 1, "NodeDef", "repeated"), ("library", 2, "FunctionDefLibrary", ""),
+                 ("version", 3, "int32", ""), ("versions", 4, "VersionDef", "")],
+    # tensorflow/core/protobuf/meta_graph.proto, saver.proto, saved_model.proto; framework/variable.proto
+    "OpList": [], "Any": [], "SavedObjectGraph": [], "TypeSpecProto": [],
+    "MetaGraphDef": [("meta_info_def", 1, "MetaGraphDef.MetaInfoDef", ""), ("graph_def", 2, "GraphDef", ""),
+                     ("saver_def", 3, "SaverDef", ""), ("collection_def", 4, "map:CollectionDef", ""),
+                     ("signature_def", 5, "map:SignatureDef", ""), ("asset_file_def", 6, "AssetFileDef", "repeated"),
+                     ("object_graph_def", 7, "SavedObjectGraph", "")],
+    "MetaGraphDef.MetaInfoDef": [("meta_graph_version", 1, "string", ""), ("stripped_op_list", 2, "OpList", ""),
+                                 ("any_info", 3, "Any", ""), ("tags", 4, "string", "repeated"),
+                                 ("tensorflow_version", 5, "string", ""), ("tensorflow_git_version", 6, "string", ""),
+                                 ("stripped_default_attrs", 7, "bool", ""),
+                                 ("function_aliases", 8, "map:string", "")],
+    "CollectionDef": [("node_list", 1, "CollectionDef.NodeList", "oneof"),
+                      ("bytes_list", 2, "CollectionDef.BytesList", "oneof"),
+                      ("int64_list", 3, "CollectionDef.Int64List", "oneof"),
+                      ("float_list", 4, "CollectionDef.FloatList", "oneof"),
+                      ("any_list", 5, "CollectionDef.AnyList", "oneof")],
+    "CollectionDef.NodeList": [("value", 1, "string", "repeated")],
+    "CollectionDef.BytesList": [("value", 1, "bytes", "repeated")],
+    "CollectionDef.Int64List": [("value", 1, "int64", "repeated")],
+    "CollectionDef.FloatList": [("value", 1, "float", "repeated")],
+    "CollectionDef.AnyList": [("value", 1, "Any", "repeated")],
+    "TensorInfo": [("name", 1, "string", "oneof"), ("coo_sparse", 4, "TensorInfo.CooSparse", "oneof"),
+                   ("composite_tensor", 5, "TensorInfo.CompositeTensor", "oneof"), ("dtype", 2, "DataType", ""),
+                   ("tensor_shape", 3, "TensorShapeProto", "")],
+    "TensorInfo.CooSparse": [("values_tensor_name", 1, "string", ""), ("indices_tensor_name", 2, "string", ""),
+                             ("dense_shape_tensor_name", 3, "string", "")],
+    "TensorInfo.CompositeTensor": [("type_spec", 1, "TypeSpecProto", ""), ("components", 2, "TensorInfo", "repeated")],
+    "SignatureDef": [("inputs", 1, "map:TensorInfo", ""), ("outputs", 2, "map:TensorInfo", ""),
+                     ("method_name", 3, "string", ""), ("defaults", 4, "map:TensorProto", "")],
+    "AssetFileDef": [("tensor_info", 1, "TensorInfo", ""), ("filename", 2, "string", "")],
+    "SaverDef": [("filename_tensor_name", 1, "string", ""), ("save_tensor_name", 2, "string", ""),
+                 ("restore_op_name", 3, "string", ""), ("max_to_keep", 4, "int32", ""), ("sharded", 5, "bool", ""),
+                 ("keep_checkpoint_every_n_hours", 6, "float", ""), ("version", 7, "int32", "")],
+    "SavedModel": [("saved_model_schema_version", 1, "int64", ""), ("meta_graphs", 2, "MetaGraphDef", "repeated")],
+    "VariableDef": [("variable_name", 1, "string", ""), ("initial_value_name", 6, "string", ""),
+                    ("initializer_name", 2, "string", ""), ("snapshot_name", 3, "string", ""),
+                    ("save_slice_info_def", 4, "SaveSliceInfoDef", ""), ("is_resource", 5, "bool", ""),
+                    ("trainable", 7, "bool", ""), ("synchronization", 8, "int32", ""),
+                    ("aggregation", 9, "int32", "")],
+    "SaveSliceInfoDef": [("full_name", 1, "string", ""), ("full_shape", 2, "int64", "repeated"),
+                         ("var_offset", 3, "int64", "repeated"), ("var_shape", 4, "int64", "repeated")],
 }
 
 
-def _field(message, name, number, type, kind):
+def _field(message, full, name, number, type, kind):
+    """Adds a field to message, whose name in the package is full."""
     f = message.field.add(name=name, number=number, json_name=name)
     f.label = _F.LABEL_REPEATED if kind == "repeated" or type.startswith("map:") else _F.LABEL_OPTIONAL
     if kind == "oneof":
         f.oneof_index = 0
     if type.startswith("map:"):
-        entry = message.nested_type.add(name=name.capitalize() + "Entry")
+        entry = message.nested_type.add(name="".join(w.capitalize() for w in name.split("_")) + "Entry")
         entry.options.map_entry = True
-        _field(entry, "key", 1, "string", "")
-        _field(entry, "value", 2, type[4:], "")
-        f.type, f.type_name = _F.TYPE_MESSAGE, f".tensorflow.{message.name}.{entry.name}"
+        _field(entry, None, "key", 1, "string", "")
+        _field(entry, None, "value", 2, type[4:], "")
+        f.type, f.type_name = _F.TYPE_MESSAGE, f".tensorflow.{full}.{entry.name}"
     elif type in _TYPES:
         f.type = _TYPES[type]
     elif type == "DataType":
@@ -91,7 +137,7 @@ def _file():
         if any(kind == "oneof" for *_, kind in fields):
             message.oneof_decl.add(name="value")
         for field in fields:
-            _field(message, *field)
+            _field(message, full, *field)
     return file
 
 
@@ -106,3 +152,6 @@ def _cls(name):
 GraphDef, NodeDef, AttrValue = _cls("GraphDef"), _cls("NodeDef"), _cls("AttrValue")
 TensorProto, TensorShapeProto, VersionDef, NameAttrList = (_cls("TensorProto"), _cls("TensorShapeProto"),
                                                            _cls("VersionDef"), _cls("NameAttrList"))
+MetaGraphDef, CollectionDef, SaverDef = _cls("MetaGraphDef"), _cls("CollectionDef"), _cls("SaverDef")
+SignatureDef, TensorInfo, AssetFileDef = _cls("SignatureDef"), _cls("TensorInfo"), _cls("AssetFileDef")
+SavedModel, VariableDef, SaveSliceInfoDef = _cls("SavedModel"), _cls("VariableDef"), _cls("SaveSliceInfoDef")
