@@ -10,9 +10,11 @@ half-imported stays in the default graph.
 """
 import numpy as np
 
-from pygrad import errors, nn
-from pygrad.graph import get_default_graph
-from pygrad.ops import array_ops, manip_ops, math_ops, reduction_ops, sequence_ops, slice_ops
+from pygrad import dtypes, errors
+from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph
+from pygrad.import_ops import builder
+from pygrad.ops import array_ops
+from pygrad.ops.shape_exprs import shape_expr
 
 _NP = {1: np.float32, 2: np.float64, 3: np.int32, 4: np.uint8, 5: np.int16, 6: np.int8, 7: np.object_,
        9: np.int64, 10: np.bool_, 17: np.uint16, 19: np.float16}
@@ -36,81 +38,86 @@ def tensor_value(t):
     return np.array(values, dtype=dtype).reshape(shape)
 
 
-def _attr(node, key, default=None):
-    if key not in node.attr:
-        return default
-    a = node.attr[key]
+def attr_value(a):
+    """The Python value of an AttrValue: str, int, float, bool, DType, a shape's dims (None where
+    unknown; None for an unknown rank), a NumPy array, or a list of those."""
     kind = a.WhichOneof("value")
     if kind == "list":
-        return [v.decode() for v in a.list.s] if a.list.s else list(a.list.i)
+        lst = a.list
+        for field in ("s", "i", "f", "b", "type", "shape", "tensor"):
+            if len(getattr(lst, field)):
+                return [_scalar(field, v) for v in getattr(lst, field)]
+        return []
+    return None if kind is None else _scalar(kind, getattr(a, kind))
+
+
+def _scalar(kind, v):
     if kind == "s":
-        return a.s.decode()
+        return v.decode()
+    if kind == "type":
+        return dtypes.as_dtype(np.dtype(_NP[v]).name if v != 7 else "string")
     if kind == "shape":
-        return None if a.shape.unknown_rank else [None if d.size < 0 else d.size for d in a.shape.dim]
+        return None if v.unknown_rank else [None if d.size < 0 else d.size for d in v.dim]
     if kind == "tensor":
-        return tensor_value(a.tensor)
-    return getattr(a, kind) if kind else default
+        return tensor_value(v)
+    return v
 
 
-def _dtype(node, key):
-    return np.dtype(_NP[node.attr[key].type]).name
+class NodeBuild:
+    """What a builder of import_ops sees of one NodeDef: its name (with the import prefix), its
+    input tensors x, and its attributes and constant inputs as Python values."""
+
+    def __init__(self, node, name, x):
+        self.node, self.name, self.x = node, name, x
+
+    def attr(self, key, default=None):
+        return attr_value(self.node.attr[key]) if key in self.node.attr else default
+
+    def dtype(self, key):
+        return self.attr(key)
+
+    def error(self, message, cls=ValueError):
+        return cls(f"import_graph_def: node '{self.node.name}' ({self.node.op}): {message}")
+
+    def unimplemented(self, message):
+        return errors.UnimplementedError(None, None, f"import_graph_def: node '{self.node.name}' ({self.node.op}): "
+                                         f"{message}")
+
+    def value(self, k):
+        """The value of input k, which pygrad needs when the graph is built (an axis, a
+        permutation): a constant, or computed now from constants."""
+        t = self.x[k]
+        while t.op.type in ("Identity", "StopGradient") and t.op.inputs:
+            t = t.op.inputs[0]
+        if t.op.type == "Const":
+            return np.asarray(t.op.attrs["value"])
+        return _fold(t, self, k)
+
+    def ints(self, k):
+        return np.asarray(self.value(k)).astype(np.int64)
+
+    def shape_arg(self, k):
+        """Input k as a shape argument: the tensor itself where pygrad reads it as sizes of other
+        tensors' shapes (tf.shape(x)[0]), else its value."""
+        t = self.x[k]
+        expr = shape_expr(t)
+        if expr is not None:
+            return t if any(isinstance(d, tuple) for d in expr[0]) else [int(d) for d in expr[0]]
+        return self.ints(k).tolist()
 
 
-def _fmt(n):
-    return _attr(n, "data_format", "NHWC")
+def _fold(t, b, k):
+    """t's value, computed by a run of the graph so far with no feeds, for an input that pygrad
+    takes as a static value; an error naming the node if it depends on a feed or a variable."""
+    from pygrad.session import Session
 
-
-def _batch_norm(n, x, scale, offset, mean, var):
-    if _attr(n, "is_training", True):
-        raise errors.UnimplementedError(None, None, f"{n.name}: {n.op} with is_training true (import inference graphs)")
-    y = (x - mean) * math_ops.rsqrt(var + _attr(n, "epsilon", 1e-4)) * scale + offset
-    return [y, mean, var]
-
-
-# TF op type -> fn(node, input tensors, const values of inputs) -> output tensor or list of outputs.
-_BUILD = {
-    "Identity": lambda n, x, c: array_ops.identity(x[0], name=n.name),
-    "Relu": lambda n, x, c: nn.relu(x[0], name=n.name),
-    "Relu6": lambda n, x, c: nn.relu6(x[0], name=n.name),
-    "Softmax": lambda n, x, c: nn.softmax(x[0], name=n.name),
-    "Rsqrt": lambda n, x, c: math_ops.rsqrt(x[0], name=n.name),
-    "BiasAdd": lambda n, x, c: nn.bias_add(x[0], x[1], data_format=_fmt(n), name=n.name),
-    "Add": lambda n, x, c: math_ops.add(x[0], x[1], name=n.name),
-    "AddV2": lambda n, x, c: math_ops.add(x[0], x[1], name=n.name),
-    "Sub": lambda n, x, c: math_ops.subtract(x[0], x[1], name=n.name),
-    "Mul": lambda n, x, c: math_ops.multiply(x[0], x[1], name=n.name),
-    "RealDiv": lambda n, x, c: math_ops.realdiv(x[0], x[1], name=n.name),
-    "MatMul": lambda n, x, c: math_ops.matmul(x[0], x[1], transpose_a=_attr(n, "transpose_a", False),
-                                              transpose_b=_attr(n, "transpose_b", False), name=n.name),
-    "Conv2D": lambda n, x, c: nn.conv2d(x[0], x[1], strides=_attr(n, "strides"), padding=_attr(n, "padding"),
-                                        data_format=_fmt(n), dilations=_attr(n, "dilations", [1, 1, 1, 1]),
-                                        name=n.name),
-    "DepthwiseConv2dNative": lambda n, x, c: nn.depthwise_conv2d_native(
-        x[0], x[1], strides=_attr(n, "strides"), padding=_attr(n, "padding"), data_format=_fmt(n),
-        dilations=_attr(n, "dilations", [1, 1, 1, 1]), name=n.name),
-    "MaxPool": lambda n, x, c: nn.max_pool(x[0], ksize=_attr(n, "ksize"), strides=_attr(n, "strides"),
-                                           padding=_attr(n, "padding"), data_format=_fmt(n), name=n.name),
-    "AvgPool": lambda n, x, c: nn.avg_pool(x[0], ksize=_attr(n, "ksize"), strides=_attr(n, "strides"),
-                                           padding=_attr(n, "padding"), data_format=_fmt(n), name=n.name),
-    "Reshape": lambda n, x, c: array_ops.reshape(x[0], [int(d) for d in c(1)], name=n.name),
-    "Squeeze": lambda n, x, c: array_ops.squeeze(x[0], axis=_attr(n, "squeeze_dims") or None, name=n.name),
-    "Mean": lambda n, x, c: reduction_ops.reduce_mean(x[0], axis=[int(a) for a in np.ravel(c(1))],
-                                                      keepdims=_attr(n, "keep_dims", False), name=n.name),
-    "ArgMax": lambda n, x, c: reduction_ops.argmax(x[0], axis=int(c(1)), output_type=_dtype(n, "output_type"),
-                                                   name=n.name),
-    "ConcatV2": lambda n, x, c: manip_ops.concat(x[:-1], int(c(len(x) - 1)), name=n.name),
-    "Pack": lambda n, x, c: manip_ops.stack(x, axis=_attr(n, "axis", 0), name=n.name),
-    "Pad": lambda n, x, c: sequence_ops.pad(x[0], c(1).tolist(), name=n.name),
-    "Shape": lambda n, x, c: array_ops.shape(x[0], out_type=_dtype(n, "out_type"), name=n.name),
-    "StridedSlice": lambda n, x, c: slice_ops.strided_slice(
-        x[0], c(1).tolist(), c(2).tolist(), c(3).tolist(), begin_mask=_attr(n, "begin_mask", 0),
-        end_mask=_attr(n, "end_mask", 0), ellipsis_mask=_attr(n, "ellipsis_mask", 0),
-        new_axis_mask=_attr(n, "new_axis_mask", 0), shrink_axis_mask=_attr(n, "shrink_axis_mask", 0), name=n.name),
-    "FusedBatchNorm": lambda n, x, c: _batch_norm(n, *x[:5]),
-    "FusedBatchNormV3": lambda n, x, c: _batch_norm(n, *x[:5]),
-    "Placeholder": lambda n, x, c: array_ops.placeholder(_dtype(n, "dtype"), shape=_attr(n, "shape"), name=n.name),
-    "Const": lambda n, x, c: array_ops.constant(tensor_value(n.attr["value"].tensor), name=n.name),
-}
+    with Session(graph=t.graph) as sess:
+        try:
+            return np.asarray(sess.run(t))
+        except (errors.OpError, ValueError, TypeError) as e:
+            raise b.unimplemented(f"input {k} ('{b.node.input[k]}') must be known when the graph is built (pygrad "
+                                  f"takes it as a static value), but computing it failed: "
+                                  f"{str(e).splitlines()[0]}") from None
 
 
 def parse_graph_def(data, what="GraphDef"):
@@ -124,14 +131,6 @@ def parse_graph_def(data, what="GraphDef"):
     except DecodeError as e:
         raise errors.DataLossError(None, None, f"{what}: {len(data)} bytes do not parse as a GraphDef ({e})") from None
     return graph_def
-
-
-def _const(node, source):
-    """The value of source, a Const input of node that pygrad takes as an attribute."""
-    if source.op != "Const":
-        raise errors.UnimplementedError(None, None, f"{node.name} ({node.op}): input '{source.name}' is a "
-                                        f"{source.op}, not a Const (pygrad takes it as a static value)")
-    return tensor_value(source.attr["value"].tensor)
 
 
 def _split(name):
@@ -164,7 +163,7 @@ def _check(graph_def, input_map):
     nodes = {n.name: n for n in graph_def.node}
     unsupported = {}
     for n in graph_def.node:
-        if n.op not in _BUILD:
+        if builder(n.op) is None:
             unsupported.setdefault(n.op, n.name)
         for i in n.input:
             if _split(i)[0] not in nodes:
@@ -175,6 +174,18 @@ def _check(graph_def, input_map):
     missing = [k for k in input_map if _split(k)[0] not in nodes]
     if missing:
         raise ValueError(f"Attempted to map inputs that were not found in graph_def: [{', '.join(sorted(missing))}]")
+
+
+def _named(result, name):
+    """(outputs, op) of a builder's result (a tensor, a list of them, or an op), with the node's
+    name: an Identity of that name where the op that computes output 0 has another."""
+    if isinstance(result, Operation):
+        return [], result
+    result = list(result) if isinstance(result, (list, tuple)) else [result]
+    result = [r.value() if isinstance(r, TensorLike) and not isinstance(r, Tensor) else r for r in result]
+    if result[0].op.name != name:
+        result[0] = array_ops.identity(result[0], name=name)
+    return result, result[0].op
 
 
 def import_graph_def(graph_def, input_map=None, return_elements=None, name=None, op_dict=None,
@@ -189,22 +200,16 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     graph = get_default_graph()
     prefix = "import" if name is None else name
     prefix = graph.unique_name(prefix) + "/" if prefix else ""
-    outputs, ops, by_name = {}, {}, {n.name: n for n in graph_def.node}
+    outputs, ops = {}, {}
     with graph.rollback_on_error():
         for n in _order(list(graph_def.node)):
             inputs = [i for i in n.input if not i.startswith("^")]
             tensors = [input_map[f"{a}:{k}"] if f"{a}:{k}" in input_map else outputs[a][k]
                        for a, k, _ in map(_split, inputs)]
-            const = lambda k, n=n, inputs=inputs: _const(n, by_name[_split(inputs[k])[0]])  # noqa: E731
-            node = type(n)()
-            node.CopyFrom(n)
-            node.name = prefix + n.name
+            b = NodeBuild(n, prefix + n.name, tensors)
             with graph.control_dependencies([ops[_split(i)[0]] for i in n.input if i.startswith("^")]):
-                result = _BUILD[n.op](node, tensors, const)
-            result = result if isinstance(result, list) else [result]
-            if result[0].op.name != node.name:
-                result[0] = array_ops.identity(result[0], name=node.name)
-            outputs[n.name], ops[n.name] = result, result[0].op
+                result = builder(n.op)(b)
+            outputs[n.name], ops[n.name] = _named(result, b.name)
     if return_elements is None:
         return None
     out = []
