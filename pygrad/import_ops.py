@@ -12,7 +12,8 @@ import numpy as np
 
 from pygrad import dtypes, nn
 from pygrad.op_identity import TABLE
-from pygrad.ops import (array_ops, manip_ops, math_ops, reduction_ops, sequence_ops, slice_ops, state_ops)
+from pygrad.ops import (array_ops, manip_ops, math_ops, random_ops, reduction_ops, sequence_ops, slice_ops,
+                        state_ops)
 from pygrad.ops.shape_exprs import shape_expr
 from pygrad.registry import OpDef
 
@@ -118,6 +119,46 @@ def _variable(b):
     return state_ops.Variable.over_new_op(b.name, b.attr("shape"), b.attr("dtype"))
 
 
+def _like(b, k):
+    """A tensor whose shape is input k's value (a conv gradient's input_sizes): the tensor a Shape
+    reads, or zeros of that shape."""
+    t = b.x[k]
+    if t.op.type == "Shape":
+        return t.op.inputs[0]
+    return array_ops.zeros(b.shape_arg(k), dtype=b.x[1 - k if k < 2 else 0].dtype)
+
+
+def _conv_grad(ptype, ins):
+    """Conv2DBackpropInput/Filter and the depthwise ones: (x or its shape, filter or its shape, dy)."""
+    def build(b):
+        if _fmt(b) != "NHWC" or any(d != 1 for d in b.attr("dilations", [1, 1, 1, 1])):
+            raise b.unimplemented(f"data_format {_fmt(b)} and dilations {b.attr('dilations')} (pygrad's gradient "
+                                  f"ops take NHWC without dilations)")
+        x = [_like(b, k) if k in ins else b.x[k] for k in range(3)]
+        return OpDef.all[ptype](*x, strides=tuple(b.attr("strides")), padding=b.attr("padding"), name=b.name)
+    return build
+
+
+def _tile(b):
+    """Tile; multiples read from a shape (TF's gradient of a reduction tiles a [1, ..., 1] tensor by
+    tf.shape(x)) is a broadcast to that tensor's shape."""
+    multiples = b.shape_arg(1)
+    if isinstance(multiples, list):
+        return manip_ops.tile(b.x[0], multiples, name=b.name)
+    x, t = b.x[0], b.x[1]
+    if t.op.type == "Shape" and x.shape.ndims == t.op.inputs[0].shape.ndims and all(d == 1 for d in x.shape.dims):
+        return OpDef.all["BroadcastLike"](x, t.op.inputs[0], axes=None, mean=False, name=b.name)
+    raise b.unimplemented(f"multiples '{b.node.input[1]}' must be known when the graph is built, or be the shape "
+                          f"of a tensor that input 0 (shape {x.shape}) is broadcast to")
+
+
+def _random(ptype):
+    def build(b):
+        return random_ops.draw(OpDef.all[ptype], b.shape_arg(0), b.attr("dtype"), b.attr("seed", 0),
+                               b.attr("seed2", 0), b.name)
+    return build
+
+
 def _fmt(b):
     return b.attr("data_format", "NHWC")
 
@@ -151,7 +192,7 @@ BUILDERS = {
     "FusedBatchNormV2": _batch_norm,
     "FusedBatchNormV3": _batch_norm,
     "Reshape": lambda b: array_ops.reshape(b.x[0], b.shape_arg(1), name=b.name),
-    "Fill": lambda b: array_ops.fill(b.shape_arg(0), b.x[1], name=b.name),
+    "Fill": lambda b: array_ops.fill(b.shape_arg(0), b.value(1), name=b.name),
     "ExpandDims": lambda b: array_ops.expand_dims(b.x[0], int(b.value(1)), name=b.name),
     "Squeeze": lambda b: array_ops.squeeze(b.x[0], axis=b.attr("squeeze_dims") or None, name=b.name),
     "Transpose": lambda b: array_ops.transpose(b.x[0], b.ints(1).tolist(), name=b.name),
@@ -182,7 +223,7 @@ BUILDERS = {
     "SplitV": lambda b: manip_ops.split(b.x[0], b.ints(1).tolist(), axis=int(b.value(2)), name=b.name),
     "GatherV2": lambda b: manip_ops.gather(b.x[0], b.x[1], axis=int(b.value(2)), name=b.name),
     "Gather": lambda b: manip_ops.gather(b.x[0], b.x[1], name=b.name),
-    "Tile": lambda b: manip_ops.tile(b.x[0], b.shape_arg(1), name=b.name),
+    "Tile": _tile,
     "OneHot": lambda b: manip_ops.one_hot(b.x[0], int(b.value(1)), b.x[2], b.x[3], axis=b.attr("axis", -1),
                                           name=b.name),
     "Select": lambda b: manip_ops.where(b.x[0], b.x[1], b.x[2], name=b.name),
@@ -202,6 +243,16 @@ BUILDERS = {
     "BatchMatMulV2": lambda b: math_ops.matmul(b.x[0], b.x[1], adjoint_a=b.attr("adj_x", False),
                                                adjoint_b=b.attr("adj_y", False), name=b.name),
     "ReluGrad": lambda b: OpDef.all["ReluGrad"](b.x[1], b.x[0], name=b.name),
+    "Conv2DBackpropInput": _conv_grad("Conv2DBackpropInput", {0}),
+    "Conv2DBackpropFilter": _conv_grad("Conv2DBackpropFilter", {1}),
+    "DepthwiseConv2dNativeBackpropInput": _conv_grad("DepthwiseConv2dNativeBackpropInput", {0}),
+    "DepthwiseConv2dNativeBackpropFilter": _conv_grad("DepthwiseConv2dNativeBackpropFilter", {1}),
+    "AvgPoolGrad": lambda b: OpDef.all["AvgPoolGrad"](_like(b, 0), b.x[1], ksize=tuple(b.attr("ksize")),
+                                                      strides=tuple(b.attr("strides")), padding=b.attr("padding"),
+                                                      name=b.name),
+    "RandomUniform": _random("RandomUniform"),
+    "RandomStandardNormal": _random("RandomStandardNormal"),
+    "TruncatedNormal": _random("TruncatedNormal"),
 }
 
 
