@@ -179,6 +179,7 @@ BUILDERS = {
     "BiasAddGrad": lambda b: reduction_ops.reduce_sum(
         b.x[0], axis=[i for i in range(b.x[0].shape.ndims) if i != (1 if _fmt(b) == "NCHW" else b.x[0].shape.ndims - 1)],
         name=b.name),
+    "L2Loss": lambda b: nn.l2_loss(b.x[0], name=b.name),
     "Softmax": lambda b: nn.softmax(b.x[0], name=b.name),
     "LogSoftmax": lambda b: nn.log_softmax(b.x[0], name=b.name),
     "Conv2D": lambda b: nn.conv2d(b.x[0], b.x[1], strides=b.attr("strides"), padding=b.attr("padding"),
