@@ -10,7 +10,7 @@ ConcatOffset, ...) are computed here from what the graph knows of the shapes.
 """
 import numpy as np
 
-from pygrad import dtypes, nn
+from pygrad import dtypes, import_control_flow, nn
 from pygrad.op_identity import TABLE
 from pygrad.ops import (array_ops, manip_ops, math_ops, random_ops, reduction_ops, sequence_ops, slice_ops,
                         state_ops)
@@ -261,6 +261,8 @@ def builder(tf_type):
     """The builder of a TF op type, or None for a type pygrad does not import."""
     if tf_type in BUILDERS:
         return BUILDERS[tf_type]
+    if tf_type in import_control_flow.BUILDERS:
+        return import_control_flow.BUILDERS[tf_type]
     ptype = GENERIC.get(tf_type)
     return None if ptype is None else (lambda b: build_generic(b, ptype))
 

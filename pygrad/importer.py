@@ -12,8 +12,10 @@ import numpy as np
 
 from pygrad import dtypes, errors
 from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph
+from pygrad.import_control_flow import CONTROL_FLOW_TYPES, Analysis, lift_cond, lift_while, split
 from pygrad.import_ops import builder
 from pygrad.ops import array_ops
+from pygrad.ops.tensor_array_ops import TensorArray
 from pygrad.ops.shape_exprs import shape_expr
 
 _NP = {1: np.float32, 2: np.float64, 3: np.int32, 4: np.uint8, 5: np.int16, 6: np.int8, 7: np.object_,
@@ -91,10 +93,20 @@ class NodeBuild:
             t = t.op.inputs[0]
         if t.op.type == "Const":
             return np.asarray(t.op.attrs["value"])
+        dims = self.shape_arg_dims(k) if t.dtype.is_integer and t.shape.ndims in (0, 1) else None
+        if dims is not None and not any(isinstance(d, tuple) for d in dims):  # sizes the graph knows
+            return np.array(dims[0] if t.shape.ndims == 0 else dims, t.dtype.np)
         return _fold(t, self, k)
 
     def ints(self, k):
         return np.asarray(self.value(k)).astype(np.int64)
+
+    def shape_arg_dims(self, k):
+        """Input k's dims as shape_expr reads them, a (tensor, axis) for each size the graph does not
+        know; None if it is no such expression."""
+        t = self.x[k]
+        expr = shape_expr([t] if t.shape.ndims == 0 else t)
+        return None if expr is None else [(expr[1][d[0]], d[1]) if isinstance(d, tuple) else d for d in expr[0]]
 
     def shape_arg(self, k):
         """Input k as a shape argument: the tensor itself where pygrad reads it as sizes of other
@@ -133,56 +145,149 @@ def parse_graph_def(data, what="GraphDef"):
     return graph_def
 
 
-def _split(name):
-    """(node, output index, control) of an input or tensor name."""
-    control = name.startswith("^")
-    node, _, index = name.lstrip("^").partition(":")
-    return node, int(index or 0), control
+class _Import:
+    """One import_graph_def call: the GraphDef's analysis, the name prefix and the input_map."""
+
+    def __init__(self, graph_def, prefix, input_map):
+        self.analysis = Analysis(list(graph_def.node))
+        self.prefix, self.input_map = prefix, input_map
+        a = self.analysis
+        self.cond_merges = [n.name for n in a.order if n.op == "Merge" and n.name in a.predicate]
 
 
-def _order(nodes):
-    """The nodes in topological order (TF's GraphDef may list them in any order)."""
-    by_name = {n.name: n for n in nodes}
-    done, out = set(), []
-    for root in nodes:
-        stack = [(root, False)]
+class Scope:
+    """Builds the nodes of one region of the graph (import_control_flow: the top level, a side of a
+    cond, a loop's condition or body); values of enclosing regions come from the parent scope, and
+    subst gives the region's own inputs (a loop's variables)."""
+
+    def __init__(self, imp, parent, tags, frame, subst=None):
+        self.imp, self.analysis, self.prefix = imp, imp.analysis, imp.prefix
+        self.parent, self.tags, self.frame, self.subst = parent, tags, frame, subst or {}
+        self.values, self.ops = {}, {}
+
+    def child(self, tags, frame, subst=None):
+        return Scope(self.imp, self, tags, frame, subst)
+
+    def owns(self, node, k=0):
+        a = self.analysis
+        return (node, k) not in self.subst and a.frame[node] == self.frame and a.tag(node, k) == self.tags
+
+    def owned_merges(self, predicate):
+        return [m for m in self.imp.cond_merges if self.analysis.predicate[m] == predicate and self.owns(m)]
+
+    def set(self, node, outputs):
+        self.values[node] = outputs
+        self.ops[node] = next((t.op for t in outputs if isinstance(t, Tensor)), None)
+
+    def tensor(self, name):
+        """The value of the tensor name ("node:k") in this region."""
+        node, k, _ = split(name)
+        if (node, k) in self.subst:
+            return self.subst[(node, k)]
+        if self.parent is None and f"{node}:{k}" in self.imp.input_map:
+            return self.imp.input_map[f"{node}:{k}"]
+        if not self.owns(node, k):
+            if self.parent is None:
+                raise errors.UnimplementedError(None, None, f"import_graph_def: '{name}' is a value of a cond branch "
+                                                f"or a loop that is used outside it")
+            return self.parent.tensor(name)
+        self.build(node)
+        return self.values[node][k]
+
+    def prefetch(self, names):
+        """Builds now, in this region, every value of this or an enclosing region that the nodes of a
+        region inside it (a cond's sides, a loop) read from names backwards, so that none is first
+        built inside the inner region's function (it would belong to that region)."""
+        a, seen, stack = self.analysis, set(), list(names)
         while stack:
-            n, expanded = stack.pop()
-            if n.name in done:
+            node, k, control = split(stack.pop())
+            if (node, k, control) in seen:
+                continue
+            seen.add((node, k, control))
+            tags = a.tag(node, k)
+            if (node, k) in self.subst or a.frame[node] == self.frame and tags <= self.tags:
+                self.op(node) if control else self.tensor(f"{node}:{k}")
+            else:
+                stack.extend(a.by_name[node].input)
+
+    def op(self, node):
+        if not self.owns(node):
+            return self.parent.op(node) if self.parent is not None else None
+        self.build(node)
+        return self.ops[node]
+
+    def build(self, target):
+        """Builds target and the nodes of this region it needs, in topological order."""
+        a, todo, seen = self.analysis, [], set()
+        stack = [(target, False)]
+        while stack:
+            name, expanded = stack.pop()
+            if name in self.values or name in seen and not expanded:
                 continue
             if expanded:
-                done.add(n.name)
-                out.append(n)
+                todo.append(name)
                 continue
-            stack.append((n, True))
-            stack.extend((by_name[_split(i)[0]], False) for i in n.input if _split(i)[0] not in done)
-    return out
+            seen.add(name)
+            stack.append((name, True))
+            node = a.by_name[name]
+            if node.op not in ("Merge", "Exit", "RefExit", "Switch", "RefSwitch", "Enter", "RefEnter"):
+                stack.extend((i, False) for i in (split(i)[0] for i in node.input)
+                             if self.owns(i, 0) and i not in self.values)
+        for name in todo:
+            if name not in self.values:
+                self._build_node(a.by_name[name])
+
+    def _build_node(self, n):
+        a = self.analysis
+        if n.op in ("Switch", "RefSwitch"):
+            x = self.tensor(n.input[0]) if n.name in a.predicate else None
+            return self.set(n.name, [x, x]) if x is not None else None
+        if n.op == "Merge" and n.name in a.predicate:
+            return lift_cond(self, n.name)
+        if n.op in ("Exit", "RefExit"):
+            return lift_while(self, a.frame[split(n.input[0])[0]])
+        if n.op in ("Enter", "RefEnter"):
+            return self.set(n.name, [self.tensor(n.input[0])])
+        if n.op == "Merge":
+            raise errors.UnimplementedError(None, None, f"import_graph_def: loop Merge '{n.name}' outside its loop")
+        x = [self.tensor(i) for i in n.input if not i.startswith("^")]
+        if n.op == "Identity" and isinstance(x[0], TensorArray):  # a loop's TensorArray variable
+            return self.set(n.name, x)
+        b = NodeBuild(n, self.prefix + n.name, x)
+        graph = get_default_graph()
+        controls = [c for c in (self.op(split(i)[0]) for i in n.input if i.startswith("^")) if c is not None]
+        with graph.control_dependencies(controls):
+            result = builder(n.op)(b)
+        outputs, op = _named(result, b.name)
+        self.values[n.name], self.ops[n.name] = outputs, op
 
 
 def _check(graph_def, input_map):
     nodes = {n.name: n for n in graph_def.node}
     unsupported = {}
     for n in graph_def.node:
-        if builder(n.op) is None:
+        if builder(n.op) is None and n.op not in CONTROL_FLOW_TYPES:
             unsupported.setdefault(n.op, n.name)
         for i in n.input:
-            if _split(i)[0] not in nodes:
+            if split(i)[0] not in nodes:
                 raise ValueError(f"Node '{n.name}': Unknown input node '{i}'")
     if unsupported:
         listed = ", ".join(f"{op} (node '{name}')" for op, name in sorted(unsupported.items()))
         raise errors.UnimplementedError(None, None, f"import_graph_def: op types pygrad does not run: {listed}")
-    missing = [k for k in input_map if _split(k)[0] not in nodes]
+    missing = [k for k in input_map if split(k)[0] not in nodes]
     if missing:
         raise ValueError(f"Attempted to map inputs that were not found in graph_def: [{', '.join(sorted(missing))}]")
 
 
 def _named(result, name):
-    """(outputs, op) of a builder's result (a tensor, a list of them, or an op), with the node's
-    name: an Identity of that name where the op that computes output 0 has another."""
+    """(outputs, op) of a builder's result (a tensor, a list of them, a TensorArray or an op), with
+    the node's name: an Identity of that name where the op that computes output 0 has another."""
     if isinstance(result, Operation):
         return [], result
     result = list(result) if isinstance(result, (list, tuple)) else [result]
     result = [r.value() if isinstance(r, TensorLike) and not isinstance(r, Tensor) else r for r in result]
+    if isinstance(result[0], TensorArray):
+        return result, None
     if result[0].op.name != name:
         result[0] = array_ops.identity(result[0], name=name)
     return result, result[0].op
@@ -200,22 +305,17 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     graph = get_default_graph()
     prefix = "import" if name is None else name
     prefix = graph.unique_name(prefix) + "/" if prefix else ""
-    outputs, ops = {}, {}
     with graph.rollback_on_error():
-        for n in _order(list(graph_def.node)):
-            inputs = [i for i in n.input if not i.startswith("^")]
-            tensors = [input_map[f"{a}:{k}"] if f"{a}:{k}" in input_map else outputs[a][k]
-                       for a, k, _ in map(_split, inputs)]
-            b = NodeBuild(n, prefix + n.name, tensors)
-            with graph.control_dependencies([ops[_split(i)[0]] for i in n.input if i.startswith("^")]):
-                result = builder(n.op)(b)
-            outputs[n.name], ops[n.name] = _named(result, b.name)
+        top = Scope(_Import(graph_def, prefix, input_map), None, frozenset(), None)
+        for n in top.analysis.order:
+            if top.owns(n.name):
+                top.build(n.name)
     if return_elements is None:
         return None
     out = []
     for e in return_elements:
-        a, k, _ = _split(e)
-        if a not in ops:
+        a, k, _ = split(e)
+        if a not in top.values:
             raise ValueError(f"Requested return_element '{e}' not found in graph_def.")
-        out.append(outputs[a][k] if ":" in e else ops[a])
+        out.append(top.values[a][k] if ":" in e else top.ops[a])
     return out

@@ -54,6 +54,9 @@ def shape_expr(value):
                 return None
             begin, size = op.attrs["begin"][0], op.attrs["size"][0]
             return full[begin:] if size == -1 else full[begin:begin + size]
+        if op.type == "ExpandDims" and op.inputs[0].shape.ndims == 0:  # a size as a 1-element vector
+            d = scalar(op.inputs[0])
+            return None if d is None else [d]
         if op.type == "Pack" and op.attrs.get("axis", 0) == 0:
             items = [scalar(x) for x in op.inputs]
             return None if any(i is None for i in items) else items
