@@ -150,7 +150,6 @@ from pygrad import contrib, layers, losses  # noqa: E402,F401
 
 # TensorBoard summaries and event files (tf.summary), with the names used before TF 0.12
 from pygrad import summary  # noqa: E402
-from pygrad.messages import Event, HistogramProto, SessionLog, Summary, SummaryMetadata  # noqa: E402,F401
 from pygrad.ops.summary_ops import (audio_summary, histogram_summary, image_summary,  # noqa: E402,F401
                                     merge_all_summaries, merge_summary, scalar_summary)
 train.SummaryWriter = summary.FileWriter
@@ -188,16 +187,20 @@ _check_registry()
 from pygrad.importer import import_graph_def  # noqa: E402,F401
 
 
+_MESSAGES = ("GraphDef", "NodeDef", "AttrValue", "Event", "HistogramProto", "LogMessage", "SessionLog", "Summary",
+             "SummaryMetadata")
+
+
 def __getattr__(name):
-    """tf.GraphDef, tf.NodeDef, tf.AttrValue: TF's messages (pygrad/tf_protos.py), built on first use."""
-    if name in ("GraphDef", "NodeDef", "AttrValue"):
+    """tf.GraphDef, tf.Summary, tf.Event, ... (_MESSAGES): TF's messages (pygrad/tf_protos.py), built on first use."""
+    if name in _MESSAGES:
         from pygrad import tf_protos
         return getattr(tf_protos, name)
     raise AttributeError(f"module 'pygrad' has no attribute '{name}'")
 
 
 def __dir__():
-    return sorted([*globals(), "GraphDef", "NodeDef", "AttrValue"])
+    return sorted([*globals(), *_MESSAGES])
 
 
 __version__ = "0.1.0"
