@@ -185,18 +185,12 @@ compat.v1 = _sys.modules[__name__]
 set_num_threads(int(_os.environ.get("PYGRAD_NUM_THREADS", _os.environ.get("OMP_NUM_THREADS", _os.cpu_count() or 1))))
 _check_registry()
 from pygrad.importer import import_graph_def  # noqa: E402,F401
+from pygrad import proto as _proto  # noqa: E402
 
-
+# TF's messages (pygrad/tf_protos.py): tf.GraphDef, tf.Summary, ..., built on first use, not by `import pygrad`
 _MESSAGES = ("GraphDef", "NodeDef", "AttrValue", "Event", "HistogramProto", "LogMessage", "SessionLog", "Summary",
              "SummaryMetadata")
-
-
-def __getattr__(name):
-    """tf.GraphDef, tf.Summary, tf.Event, ... (_MESSAGES): TF's messages (pygrad/tf_protos.py), built on first use."""
-    if name in _MESSAGES:
-        from pygrad import tf_protos
-        return getattr(tf_protos, name)
-    raise AttributeError(f"module 'pygrad' has no attribute '{name}'")
+__getattr__ = _proto.lazy_messages(__name__, _MESSAGES)
 
 
 def __dir__():
