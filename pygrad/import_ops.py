@@ -216,10 +216,25 @@ def _batch_norm(b):
         raise b.unimplemented("is_training true (import inference graphs, or set the op's is_training to false)")
     x, scale, offset, mean, var = b.x[:5]
     fmt = b.attr("data_format", "NHWC")
+    eps = b.attr("epsilon", 1e-4)
+    if all(t.op.type in ("Const", "Identity") for t in b.x[1:5]) and all(_constant(t) is not None for t in b.x[1:5]):
+        # a frozen graph's statistics: y = x * a + c, with a and c computed once here, in float32 as TF
+        s, o, m, v = (_constant(t).astype(np.float32) for t in b.x[1:5])
+        a = (s / np.sqrt(v + np.float32(eps))).astype(np.float32)
+        scale, mean, offset, var = a, None, (o - m * a).astype(np.float32), None
+        if fmt == "NCHW":
+            scale, offset = scale.reshape(-1, 1, 1), offset.reshape(-1, 1, 1)
+        return [math_ops.add(x * scale, offset, name=b.name), b.x[3], b.x[4]]
     if fmt == "NCHW":
         scale, offset, mean, var = (array_ops.reshape(t, [-1, 1, 1]) for t in (scale, offset, mean, var))
-    y = (x - mean) * math_ops.rsqrt(var + b.attr("epsilon", 1e-4)) * scale + offset
+    y = (x - mean) * math_ops.rsqrt(var + eps) * scale + offset
     return [y, b.x[3], b.x[4]]
+
+
+def _constant(t):
+    while t.op.type == "Identity":
+        t = t.op.inputs[0]
+    return np.asarray(t.op.attrs["value"]) if t.op.type == "Const" else None
 
 
 def _variable(b):
