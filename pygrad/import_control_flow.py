@@ -19,9 +19,7 @@ A predicate is named by the tensor it reads through Identity nodes, so two tf.co
 predicate have the same tags; their Merges stay separate conds by their name scopes.
 """
 from pygrad import errors
-from pygrad.ops import array_ops, control_flow_ops, manip_ops, math_ops, tensor_array_ops
-
-LOOP_TYPES = ("Enter", "Exit", "NextIteration", "LoopCond", "RefEnter", "RefExit", "RefNextIteration")
+from pygrad.ops import array_ops, control_flow_ops, math_ops, tensor_array_ops
 
 
 def split(name):
@@ -37,7 +35,7 @@ def order(nodes):
     done, out = set(), []
 
     def inputs(n):
-        names = [split(i)[0] for i in n.input]
+        names = [a for a in (split(i)[0] for i in n.input) if a in by_name]  # others: left out of the import
         if n.op == "Merge":
             names = [a for a in names if by_name[a].op not in ("NextIteration", "RefNextIteration")]
         return names
@@ -86,8 +84,8 @@ class Analysis:
 
     def _visit(self, n):
         ins = [i for i in n.input if not (n.op == "Merge" and self.by_name[split(i)[0]].op.endswith("NextIteration"))]
-        frames = {self.frame[split(i)[0]] for i in ins}
-        tags = frozenset().union(*(self.tags_of(i) for i in ins)) if ins else frozenset()
+        frames = {self.frame.get(split(i)[0]) for i in ins}  # an input left out of the import: the top
+        tags = frozenset().union(*(self.tags_of(i) for i in ins if split(i)[0] in self.by_name)) if ins else frozenset()
         frame = next((f for f in frames if f is not None), None)
         if n.op in ("Enter", "RefEnter"):
             frame = n.attr["frame_name"].s.decode()
@@ -281,4 +279,78 @@ BUILDERS = {
     "NextIteration": lambda b: b.x[0],
 }
 CONTROL_FLOW_TYPES = ("Switch", "Merge", "Enter", "Exit") + tuple(BUILDERS)
-del manip_ops
+
+
+# ---------------------------------------------------------------- the gradients of TF1's loops
+
+# What TF1's gradient of a while loop is written with: stacks of the forward loop's values, pushed
+# in the forward loop and popped in the backward one, and a trigger between them.
+GRADIENT_LOOP_TYPES = ("StackV2", "StackPushV2", "StackPopV2", "ControlTrigger", "TensorArrayGradV3")
+_APPLY_GRAD_INPUT = {"ApplyGradientDescent": 2, "ApplyMomentum": 3, "ApplyAdagrad": 3, "ApplyRMSProp": 7,
+                     "ApplyCenteredRMSProp": 8, "ApplyAdam": 9, "ApplyAdadelta": 6, "ApplyProximalGradientDescent": 4,
+                     "ApplyProximalAdagrad": 5, "ApplyFtrl": 3, "ApplyFtrlV2": 3}
+
+
+class Regradient:
+    """A tf.gradients subgraph (its name scope, `gradients/` by default) that holds TF1's gradient
+    of a while loop, which pygrad rebuilds instead of importing: the gradients that the rest of
+    the graph reads (the `grad` inputs of the optimizer's Apply ops, directly or through ops such
+    as clipping) become pygrad's tf.gradients of the same loss with respect to the same variables,
+    through the lifted loop. The nodes of that scope are left out of the import."""
+
+    def __init__(self, nodes):
+        by_name = {n.name: n for n in nodes}
+        seeds = [n.name for n in nodes if n.op == "Fill" and n.name.partition("/")[0].startswith("gradients")
+                 and n.name.partition("/")[2].startswith("grad_ys_")]
+        self.scopes = {s.partition("/")[0] + "/" for s in seeds
+                       if any(m.op in GRADIENT_LOOP_TYPES and m.name.startswith(s.partition("/")[0] + "/")
+                              for m in nodes)}
+        self.inside = {n.name for n in nodes if any(n.name.startswith(s) for s in self.scopes)}
+        self.loss, self.var_of = {}, {}
+        consumers = {}
+        for n in nodes:
+            for i in n.input:
+                consumers.setdefault(split(i)[0], []).append(n)
+        for scope in self.scopes:
+            readers = [c for seed in seeds if seed.startswith(scope) for c in consumers.get(seed, [])]
+            ops = {c.name[len(scope):].partition("_grad/")[0] for c in readers if "_grad/" in c.name}
+            if len(ops) != 1 or next(iter(ops)) not in by_name:
+                raise errors.UnimplementedError(None, None, f"import_graph_def: the gradients in '{scope}' hold "
+                                                f"TF1's gradient of a while loop, and their loss is not found")
+            self.loss[scope] = next(iter(ops)) + ":0"
+        for n in nodes:
+            if n.name in self.inside:
+                continue
+            for i in n.input:
+                node, k, control = split(i)
+                if node in self.inside and not control:
+                    self.var_of[f"{node}:{k}"] = self._variable(i, consumers, by_name)
+
+    def _variable(self, tensor, consumers, by_name):
+        """The variable whose gradient tensor is: the var input of the Apply op it reaches."""
+        stack, seen = [split(tensor)[0]], set()
+        while stack:
+            name = stack.pop()
+            for c in consumers.get(name, []):
+                k = _APPLY_GRAD_INPUT.get(c.op)
+                if k is not None and split(c.input[k])[0] == name:
+                    return split(c.input[0])[0] + ":0"
+                if c.name not in seen and c.name not in self.inside:
+                    seen.add(c.name)
+                    stack.append(c.name)
+        raise errors.UnimplementedError(None, None, f"import_graph_def: gradient '{tensor}' reaches no optimizer "
+                                        f"update (TF1's gradient of a while loop is rebuilt only for the variables "
+                                        f"an Apply op updates)")
+
+    def tensor(self, scope, name):
+        """pygrad's gradient standing for TF's gradient tensor name, built in scope (the top)."""
+        from pygrad.gradients import gradients
+
+        cache = scope.imp.regradients
+        if name not in cache:
+            root = next(s for s in self.scopes if name.startswith(s))
+            names = [t for t in self.var_of if t.startswith(root)]
+            grads = gradients(scope.tensor(self.loss[root]), [scope.tensor(self.var_of[t]) for t in names],
+                              name=scope.prefix + root.rstrip("/"))
+            cache.update(zip(names, grads))
+        return cache[name]

@@ -12,7 +12,7 @@ import numpy as np
 
 from pygrad import dtypes, errors
 from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph
-from pygrad.import_control_flow import CONTROL_FLOW_TYPES, Analysis, lift_cond, lift_while, split
+from pygrad.import_control_flow import CONTROL_FLOW_TYPES, Analysis, Regradient, lift_cond, lift_while, split
 from pygrad.import_ops import as_size, builder, symbolic
 from pygrad.ops import array_ops
 from pygrad.ops.tensor_array_ops import TensorArray
@@ -153,9 +153,9 @@ def parse_graph_def(data, what="GraphDef"):
 class _Import:
     """One import_graph_def call: the GraphDef's analysis, the name prefix and the input_map."""
 
-    def __init__(self, graph_def, prefix, input_map):
-        self.analysis = Analysis(list(graph_def.node))
-        self.prefix, self.input_map = prefix, input_map
+    def __init__(self, nodes, prefix, input_map, regrad):
+        self.analysis = Analysis(nodes)
+        self.prefix, self.input_map, self.regrad, self.regradients = prefix, input_map, regrad, {}
         a = self.analysis
         self.cond_merges = [n.name for n in a.order if n.op == "Merge" and n.name in a.predicate]
 
@@ -191,6 +191,8 @@ class Scope:
             return self.subst[(node, k)]
         if self.parent is None and f"{node}:{k}" in self.imp.input_map:
             return self.imp.input_map[f"{node}:{k}"]
+        if self.parent is None and node in self.imp.regrad.inside:
+            return self.imp.regrad.tensor(self, f"{node}:{k}")
         if not self.owns(node, k):
             if self.parent is None:
                 raise errors.UnimplementedError(None, None, f"import_graph_def: '{name}' is a value of a cond branch "
@@ -216,6 +218,8 @@ class Scope:
                 stack.extend(a.by_name[node].input)
 
     def op(self, node):
+        if node in self.imp.regrad.inside:
+            return None
         if not self.owns(node):
             return self.parent.op(node) if self.parent is not None else None
         self.build(node)
@@ -237,7 +241,7 @@ class Scope:
             node = a.by_name[name]
             if node.op not in ("Merge", "Exit", "RefExit", "Switch", "RefSwitch", "Enter", "RefEnter"):
                 stack.extend((i, False) for i in (split(i)[0] for i in node.input)
-                             if self.owns(i, 0) and i not in self.values)
+                             if i in a.by_name and self.owns(i, 0) and i not in self.values)
         for name in todo:
             if name not in self.values:
                 self._build_node(a.by_name[name])
@@ -267,10 +271,12 @@ class Scope:
         self.values[n.name], self.ops[n.name] = outputs, op
 
 
-def _check(graph_def, input_map):
+def _check(graph_def, input_map, regrad):
     nodes = {n.name: n for n in graph_def.node}
     unsupported = {}
     for n in graph_def.node:
+        if n.name in regrad.inside:
+            continue
         if builder(n.op) is None and n.op not in CONTROL_FLOW_TYPES:
             unsupported.setdefault(n.op, n.name)
         for i in n.input:
@@ -306,12 +312,14 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     if isinstance(graph_def, bytes):
         graph_def = parse_graph_def(graph_def)
     input_map = {(k if ":" in k or k.startswith("^") else k + ":0"): v for k, v in (input_map or {}).items()}
-    _check(graph_def, input_map)
+    regrad = Regradient(list(graph_def.node))
+    _check(graph_def, input_map, regrad)
     graph = get_default_graph()
     prefix = "import" if name is None else name
     prefix = graph.unique_name(prefix) + "/" if prefix else ""
+    nodes = [n for n in graph_def.node if n.name not in regrad.inside]
     with graph.rollback_on_error():
-        top = Scope(_Import(graph_def, prefix, input_map), None, frozenset(), None)
+        top = Scope(_Import(nodes, prefix, input_map, regrad), None, frozenset(), None)
         for n in top.analysis.order:
             if top.owns(n.name):
                 top.build(n.name)

@@ -1,6 +1,9 @@
 """TF1 training graphs built by TensorFlow, imported with tf.import_graph_def: the gradient and
 optimizer ops TF's graph holds (Conv2DBackpropInput, BroadcastGradientArgs, ShapeN, ApplyAdam, ...)
-run on pygrad's kernels, and training through the imported train op continues as TF's own."""
+run on pygrad's kernels, and training through the imported train op continues as TF's own. The
+gradient of a while loop (an LSTM's) is rebuilt by pygrad through the lifted loop."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -53,7 +56,27 @@ def _mlp_momentum():
     return lambda step: {"x:0": rng.randn(8, 20).astype(np.float32), "labels:0": rng.randint(0, 5, 8)}
 
 
-@pytest.mark.parametrize("build", [_deep_mnist, _mlp_momentum], ids=["deep_mnist_adam", "mlp_momentum"])
+def _lstm_adam():
+    """An LSTM classifier over 12 steps (tf.nn.dynamic_rnn: TF1's while loop, and its gradient: a
+    second loop popping stacks the first one pushed) with Adam."""
+    cells = pytest.importorskip("tf_keras.src.layers.rnn.legacy_cells")  # tf.nn.rnn_cell.LSTMCell of TF1
+    x = tf1.placeholder(tf1.float32, [None, 12, 8], name="x")
+    labels = tf1.placeholder(tf1.int64, [None], name="labels")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # deprecated in TF 2
+        cell = cells.LSTMCell(16)
+    outputs, _ = tf1.nn.dynamic_rnn(cell, x, dtype=tf1.float32)
+    w = tf1.get_variable("w", [16, 5])
+    logits = tf1.matmul(outputs[:, -1], w)
+    loss = tf1.reduce_mean(tf1.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits), name="loss")
+    tf1.train.AdamOptimizer(1e-2).minimize(loss, name="train")
+    rng = np.random.RandomState(2)
+    batch = {"x:0": rng.rand(4, 12, 8).astype(np.float32), "labels:0": rng.randint(0, 5, 4)}
+    return lambda step: batch  # one batch, learnt
+
+
+@pytest.mark.parametrize("build", [_deep_mnist, _mlp_momentum, _lstm_adam],
+                         ids=["deep_mnist_adam", "mlp_momentum", "lstm_adam"])
 def test_training_continues_as_in_tensorflow(build):
     tf1.disable_v2_behavior()
     g = tf1.Graph()
@@ -66,6 +89,8 @@ def test_training_continues_as_in_tensorflow(build):
         feeds = [batches(step) for step in range(20)]
         want = [sess.run(["loss:0", "train"], f)[0] for f in feeds]
     graph_def = pygrad.GraphDef.FromString(g.as_graph_def().SerializeToString())
+    if build is _lstm_adam:  # TF1's gradient of a while loop, which pygrad rebuilds through the lifted loop
+        assert {"StackPushV2", "StackPopV2", "Enter", "Exit"} <= {n.op for n in graph_def.node}
     with pygrad.Graph().as_default() as pg:
         pygrad.import_graph_def(graph_def, name="")
         sess = pygrad.Session()
