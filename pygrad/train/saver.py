@@ -107,6 +107,8 @@ class Saver:
 
     def _take_scope(self):
         """Takes the saver's name scope in its graph, as TF's Saver does with the ops it adds."""
+        if self._is_empty:
+            return
         if self._saver_def is None:
             scope = self._graph.unique_name(self._name or "save")
             self._saver_def = saver_graph.saver_def(scope, self._max_to_keep, self._keep_every_n_hours)
@@ -118,13 +120,16 @@ class Saver:
         return self.as_saver_def()
 
     def as_saver_def(self):
-        """The SaverDef (tf_protos.SaverDef): TF's tensor names under the saver's scope, V2 format."""
+        """The SaverDef (tf_protos.SaverDef): TF's tensor names under the saver's scope, V2 format;
+        None for a saver without variables."""
         self.build()
         return self._saver_def
 
     def graph_nodes(self):
         """The NodeDefs TF's Saver would have added to the graph (train/saver_graph.py)."""
         self.build()
+        if self._is_empty:
+            return []
         scope = self._saver_def.restore_op_name.rsplit("/", 1)[0]
         return saver_graph.saver_nodes(scope, {k: (v.op.name, v.dtype.name) for k, v in self._vars.items()},
                                        self._filename or "model")
