@@ -11,7 +11,9 @@ oneof (``ONEOF`` below) written whenever it is set, zero included::
 
 Unknown fields are skipped when parsing, as protobuf does. The field numbers are those of
 ``tensorflow/core/framework/{summary,tensor,tensor_shape,attr_value,node_def,graph}.proto`` and
-``tensorflow/core/util/event.proto``.
+``tensorflow/core/util/event.proto``. What is left here is used by pygrad/graph_def.py (the graph
+messages, shape_proto, tensor_proto), the tensor summary (tensor_proto) and pygrad/train/hooks.py
+(Summary, SessionLog); the same messages on the protobuf runtime are in pygrad/tf_protos.py.
 """
 import struct
 
@@ -167,7 +169,9 @@ class TensorProto(Message):
               ("bool_val", 11, ["bool"]), ("half_val", 13, ["int32"]))
 
 
-# ---------------------------------------------------------------- summary.proto
+# ---------------------------------------------------------------- summary.proto, event.proto's SessionLog
+# Left for pygrad/train/hooks.py, which builds a Summary and a SessionLog for FileWriter (which takes
+# them by their bytes); the event files are written and read with pygrad/tf_protos.py's messages.
 
 
 class HistogramProto(Message):
@@ -206,28 +210,9 @@ Summary.Value.FIELDS = (
 Summary.FIELDS = (("value", 1, [Summary.Value]),)
 
 
-# ---------------------------------------------------------------- event.proto
-
-
-class LogMessage(Message):
-    UNKNOWN, DEBUGGING, INFO, WARN, ERROR, FATAL = 0, 10, 20, 30, 40, 50
-    FIELDS = (("level", 1, "enum"), ("message", 2, "string"))
-
-
 class SessionLog(Message):
     STATUS_UNSPECIFIED, START, STOP, CHECKPOINT = 0, 1, 2, 3
     FIELDS = (("status", 1, "enum"), ("checkpoint_path", 2, "string"), ("msg", 3, "string"))
-
-
-class TaggedRunMetadata(Message):
-    FIELDS = (("tag", 1, "string"), ("run_metadata", 2, "bytes"))
-
-
-class Event(Message):
-    FIELDS = (("wall_time", 1, "double"), ("step", 2, "int64"), ("file_version", 3, ONEOF("string")),
-              ("graph_def", 4, ONEOF("bytes")), ("summary", 5, Summary), ("log_message", 6, LogMessage),
-              ("session_log", 7, SessionLog), ("tagged_run_metadata", 8, TaggedRunMetadata),
-              ("meta_graph_def", 9, ONEOF("bytes")))
 
 
 # ---------------------------------------------------------------- attr_value.proto, node_def.proto, graph.proto

@@ -221,7 +221,7 @@ def _variable(proto, import_scope, built):
     """The pygrad Variable of a VariableDef, one per variable (built: {name: Variable})."""
     name = proto.variable_name
     if name not in built:
-        built[name] = Variable(variable_def=proto, import_scope=import_scope)
+        built[name] = Variable.from_proto(proto, import_scope)
     return built[name]
 
 

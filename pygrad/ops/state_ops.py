@@ -146,6 +146,19 @@ class Variable(TensorLike):
         self._trainable = variable_def.trainable
         self.constraint = None
 
+    @staticmethod
+    def from_proto(variable_def, import_scope=None):
+        """The Variable a VariableDef names in the default graph: the one importing its VariableV2
+        node made (Variable.over_new_op), given the VariableDef's initializer, initial value and
+        trainable; a new Variable object if the op has none."""
+        graph = get_default_graph()
+        op = graph.as_graph_element(prepend_name_scope(variable_def.variable_name, import_scope)).op
+        entry = graph.stored_variables[op.attrs["var_index"]] if op.type == "VariableV2" else None
+        if isinstance(entry, Variable) and entry.op is op:
+            entry._init_from_proto(variable_def, import_scope)
+            return entry
+        return Variable(variable_def=variable_def, import_scope=import_scope)
+
     def to_proto(self, export_scope=None):
         """The VariableDef of this variable (names without export_scope), or None if it is outside
         export_scope. pygrad reads a variable without a snapshot op: the snapshot is the variable's
@@ -156,12 +169,27 @@ class Variable(TensorLike):
         op_names = {op.name for op in self.graph.get_operations()}
         read = self.op.name + "/read"
         strip = lambda name: strip_name_scope(name, export_scope)  # noqa: E731
-        proto = VariableDef(variable_name=strip(self.name), initializer_name=strip(self._initializer_op.name),
-                            snapshot_name=strip(read + ":0" if read in op_names else self.name),
-                            trainable=self._trainable)
+        proto = VariableDef(variable_name=strip(self.name), trainable=self._trainable,
+                            snapshot_name=strip(read + ":0" if read in op_names else self.name))
+        if self._initializer_op is not None:
+            proto.initializer_name = strip(self._initializer_op.name)
         if self._initial_value is not None:
             proto.initial_value_name = strip(self._initial_value.name)
         return proto
+
+    @classmethod
+    def over_new_op(cls, name, shape, dtype, trainable=True):
+        """A variable whose VariableV2 op is named name exactly, with no initializer and in no
+        collection yet (what importing a GraphDef's VariableV2 node makes; import_meta_graph then
+        sets its initializer and collections from the MetaGraphDef's VariableDef)."""
+        v = cls.__new__(cls)
+        shape = as_shape(shape)
+        if not shape.is_fully_defined():
+            raise VariableV2.error(f"the shape must be fully defined, got {shape}", name)
+        v._variable = get_default_graph().add_stored_variable(v, lambda index: VariableV2(
+            shape=shape, dtype=dtypes.as_dtype(dtype), var_index=index, name=name + "/"))
+        v._initial_value, v._initializer_op, v._trainable, v.constraint = None, None, trainable, None
+        return v
 
     # ---- what the variable is ----
     def _as_graph_element(self):
