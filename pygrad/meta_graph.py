@@ -1,6 +1,7 @@
 """MetaGraphDef, the `.meta` file beside a checkpoint: a graph with its collections and its Saver
 as one message (TF's framework/meta_graph.py): tf.train.export_meta_graph, tf.train.import_meta_graph,
-and tf.train.write_graph for a bare GraphDef.
+and tf.train.write_graph for a bare GraphDef. (import_meta_graph, which adds the Saver, is
+train/saver.py's, as in TF: the saver writes meta graphs, so this module does not import it.)
 
 Export writes the GraphDef (graph_def.py), the SaverDef given, with the save/restore subgraph of
 the pygrad Saver it belongs to (train/saver_graph.py), and the collections as TF's CollectionDef
@@ -22,8 +23,7 @@ import os
 from pygrad import errors, importer
 from pygrad.graph import GraphKeys, Operation, Tensor, get_default_graph, prepend_name_scope, strip_name_scope
 from pygrad.ops.state_ops import Variable
-from pygrad.train import saver as saver_lib
-from pygrad.train.saver_graph import SAVE_AND_RESTORE_OPS, restored_variables, saver_scopes
+from pygrad.train.saver_graph import SAVE_AND_RESTORE_OPS, saver_for, saver_scopes
 
 _log = logging.getLogger("pygrad")
 
@@ -130,7 +130,7 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
     graph_def = _as(GraphDef, graph_def) if graph_def is not None else graph_def_of(graph)
     if saver_def is not None:
         saver_def = _as(SaverDef, saver_def)
-        saver = saver_lib.saver_for(graph, saver_def)
+        saver = saver_for(graph, saver_def)
         restore_op = saver_def.restore_op_name
         if saver is not None and not any(n.name == restore_op for n in graph_def.node):
             graph_def.node.extend(saver.graph_nodes())
@@ -259,38 +259,13 @@ def _import_collections(meta, graph, import_scope, predicate):
     return built
 
 
-def _saver(meta, graph_def, graph, import_scope, variables):
-    """The Saver of an imported meta graph: over the variables its SaverDef's subgraph restores,
-    or over all global variables if it has no SaverDef; None if there are no variables."""
-    from pygrad.tf_protos import SaverDef
-    if not meta.HasField("saver_def"):
-        if graph.get_collection(GraphKeys.GLOBAL_VARIABLES, import_scope):
-            return saver_lib.Saver()
-        _log.info("Saver not created because there are no variables in the graph to restore")
-        return None
-    saver_def = SaverDef()
-    saver_def.CopyFrom(meta.saver_def)
-    for field in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
-        setattr(saver_def, field, prepend_name_scope(getattr(saver_def, field), import_scope))
-    keys = restored_variables(graph_def, meta.saver_def)
-    by_op = {v.op.name: v for v in variables.values()}
-    var_list = {}
-    for key, node in sorted(keys.items()):
-        name = prepend_name_scope(node, import_scope)
-        var_list[key] = by_op[name] if name in by_op else graph.get_tensor_by_name(name + ":0")
-    return saver_lib.Saver(var_list=var_list or None, saver_def=saver_def, name=import_scope)
-
-
-def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs):
+def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, input_map=None,
+                             restore_collections_predicate=lambda key: True):
     """Builds a MetaGraphDef (or the .meta file named) into the default graph under import_scope:
-    its ops, its collections, and returns a Saver of its variables (None if it has none).
-    kwargs: input_map (as import_graph_def's) and restore_collections_predicate (a function of a
-    collection key: import that collection?). Nothing of a failed import stays in the graph."""
+    its ops and its collections; returns (the MetaGraphDef, {variable name: Variable} of its
+    variable collections). Nothing of a failed import stays in the graph. train/saver.py's
+    import_meta_graph adds the Saver."""
     from pygrad.tf_protos import MetaGraphDef
-    input_map = kwargs.pop("input_map", None)
-    predicate = kwargs.pop("restore_collections_predicate", lambda key: True)
-    if kwargs:
-        raise TypeError(f"import_meta_graph() got unexpected keyword arguments: {', '.join(sorted(kwargs))}")
     if hasattr(meta_graph_or_file, "graph_def"):
         meta = _as(MetaGraphDef, meta_graph_or_file)
     else:
@@ -306,5 +281,4 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
     graph = get_default_graph()
     with graph.rollback_on_error():
         importer.import_graph_def(graph_def, input_map=input_map, name=import_scope or "")
-        variables = _import_collections(meta, graph, import_scope, predicate)
-        return _saver(meta, meta.graph_def, graph, import_scope, variables)
+        return meta, _import_collections(meta, graph, import_scope, restore_collections_predicate)

@@ -1,12 +1,12 @@
 """Loading a SavedModel (TF's saved_model/loader_impl.py, TF1 API): the meta graph whose tags are
-the ones asked for is imported into the session's graph (meta_graph.import_meta_graph), its
+the ones asked for is imported into the session's graph (train/saver.py's import_meta_graph), its
 variables restored from variables/, and its main op (init op) run with the asset files fed.
 """
 import os
 
 from pygrad import errors
 from pygrad.graph import GraphKeys, get_default_graph, prepend_name_scope
-from pygrad.meta_graph import import_meta_graph
+from pygrad.train.saver import import_meta_graph
 from pygrad.saved_model import constants
 
 

@@ -11,27 +11,16 @@ pygrad's checkpoints through it."""
 import logging
 import os
 import time
-import weakref
 
 import numpy as np
 
-from pygrad import errors
-from pygrad.graph import GraphKeys, Tensor, get_default_graph, unwrap
+from pygrad import errors, meta_graph
+from pygrad.graph import GraphKeys, Tensor, get_default_graph, prepend_name_scope, unwrap
 from pygrad.ops.state_ops import Variable
 from pygrad.train import checkpoint_bundle, checkpoint_management, saver_graph
 from pygrad.train.training_util import global_step as _global_step_value
 
 _log = logging.getLogger("pygrad")
-# graph -> {restore op name: Saver}: the savers built in a graph, by the SaverDef they export.
-_BUILT = weakref.WeakKeyDictionary()
-
-
-def saver_for(graph, saver_def):
-    """The Saver built in graph whose SaverDef names saver_def's restore op, or None."""
-    saver = _BUILT.get(graph, {}).get(saver_def.restore_op_name)
-    return saver() if saver is not None else None
-
-
 def _is_variable(v):
     return isinstance(v, Variable) or isinstance(v, Tensor) and v.op.type == "VariableV2"
 
@@ -112,7 +101,7 @@ class Saver:
         if self._saver_def is None:
             scope = self._graph.unique_name(self._name or "save")
             self._saver_def = saver_graph.saver_def(scope, self._max_to_keep, self._keep_every_n_hours)
-        _BUILT.setdefault(self._graph, {})[self._saver_def.restore_op_name] = weakref.ref(self)
+        saver_graph.register(self._graph, self)
 
     # ---------------------------------------------------------------- the SaverDef and the meta graph
     @property
@@ -139,8 +128,7 @@ class Saver:
                           save_debug_info=False):
         """The MetaGraphDef of the saver's graph with this saver's SaverDef (and its subgraph),
         written to filename if given (pygrad/meta_graph.py)."""
-        from pygrad.meta_graph import export_meta_graph
-        return export_meta_graph(filename=filename, saver_def=self.as_saver_def(), collection_list=collection_list,
+        return meta_graph.export_meta_graph(filename=filename, saver_def=self.as_saver_def(), collection_list=collection_list,
                                  as_text=as_text, graph=self._graph, export_scope=export_scope,
                                  clear_devices=clear_devices, clear_extraneous_savers=clear_extraneous_savers,
                                  strip_default_attrs=strip_default_attrs, save_debug_info=save_debug_info)
@@ -264,3 +252,38 @@ class Saver:
         for var, value in values:
             sess.write_variable(var, value)
 
+
+
+def _imported_saver(meta, graph, import_scope, variables):
+    """The Saver of an imported meta graph: over the variables its SaverDef's subgraph restores,
+    or over all global variables if it has no SaverDef; None if there are no variables."""
+    from pygrad.tf_protos import SaverDef
+    if not meta.HasField("saver_def"):
+        if graph.get_collection(GraphKeys.GLOBAL_VARIABLES, import_scope):
+            return Saver()
+        _log.info("Saver not created because there are no variables in the graph to restore")
+        return None
+    saver_def = SaverDef()
+    saver_def.CopyFrom(meta.saver_def)
+    for field in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
+        setattr(saver_def, field, prepend_name_scope(getattr(saver_def, field), import_scope))
+    by_op = {v.op.name: v for v in variables.values()}
+    var_list = {}
+    for key, node in sorted(saver_graph.restored_variables(meta.graph_def, meta.saver_def).items()):
+        name = prepend_name_scope(node, import_scope)
+        var_list[key] = by_op[name] if name in by_op else graph.get_tensor_by_name(name + ":0")
+    return Saver(var_list=var_list or None, saver_def=saver_def, name=import_scope)
+
+
+def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs):
+    """Builds a MetaGraphDef (or the .meta file named) into the default graph under import_scope
+    (meta_graph.import_scoped_meta_graph: its ops, its collections, without the savers'
+    save/restore subgraphs) and returns a Saver of its variables, None if it has none. kwargs:
+    input_map and restore_collections_predicate. Nothing of a failed import stays in the graph."""
+    unknown = set(kwargs) - {"input_map", "restore_collections_predicate"}
+    if unknown:
+        raise TypeError(f"import_meta_graph() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
+    graph = get_default_graph()
+    with graph.rollback_on_error():
+        meta, variables = meta_graph.import_scoped_meta_graph(meta_graph_or_file, clear_devices, import_scope, **kwargs)
+        return _imported_saver(meta, graph, import_scope, variables)

@@ -16,12 +16,29 @@ names), max_to_keep and keep_checkpoint_every_n_hours:
 Keys are sorted, as TF sorts them. Importing goes the other way: pygrad builds none of these ops;
 saver_scopes finds the scopes to leave out and restored_variables the key -> variable map.
 """
+import weakref
+
 from pygrad.messages import DATA_TYPE
 
 V2 = 2  # SaverDef.CheckpointFormatVersion.V2
 # Checkpoint I/O ops (TF's meta_graph.SAVE_AND_RESTORE_OPS): a scope holding one is a saver's.
 SAVE_AND_RESTORE_OPS = frozenset(("SaveV2", "Save", "SaveSlice", "LegacySave", "LegacySaveSlice", "RestoreV2",
                                   "Restore", "RestoreSlice", "LegacyRestore", "LegacyRestoreSlice", "MergeV2Checkpoints"))
+
+
+# graph -> {restore op name: weak reference to a Saver}: the savers built in a graph, by their SaverDef.
+_BUILT = weakref.WeakKeyDictionary()
+
+
+def register(graph, saver):
+    """Records saver (built in graph) as the one whose SaverDef names its restore op."""
+    _BUILT.setdefault(graph, {})[saver.as_saver_def().restore_op_name] = weakref.ref(saver)
+
+
+def saver_for(graph, saver_def):
+    """The Saver built in graph whose SaverDef names saver_def's restore op, or None."""
+    ref = _BUILT.get(graph, {}).get(saver_def.restore_op_name)
+    return ref() if ref is not None else None
 
 
 def saver_def(scope, max_to_keep, keep_checkpoint_every_n_hours):
