@@ -12,9 +12,8 @@ import numpy as np
 
 from pygrad import dtypes, import_control_flow, nn
 from pygrad.op_identity import TABLE
-from pygrad.ops import (array_ops, manip_ops, math_ops, random_ops, reduction_ops, sequence_ops, slice_ops,
-                        state_ops)
-from pygrad.ops.shape_exprs import shape_expr
+from pygrad.ops import (array_ops, cumulative_ops, logging_ops, manip_ops, math_ops, random_ops, reduction_ops,
+                        scatter_ops, sequence_ops, slice_ops, state_ops, topk_ops)
 from pygrad.registry import OpDef
 
 # pygrad attributes with no TF counterpart that a generic build may leave to the op's default.
@@ -41,14 +40,107 @@ def build_generic(b, ptype):
 
 # ---------------------------------------------------------------- shapes the graph knows
 
-def _dims(t):
-    """The dims of t, a 1-D integer tensor holding a shape: ints, or (tensor, axis) for a size the
-    graph does not know; None when t is not such an expression."""
-    expr = shape_expr(t)
-    if expr is None:
+_ARITHMETIC = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "FloorDiv": np.floor_divide,
+               "FloorMod": np.mod, "Maximum": np.maximum, "Minimum": np.minimum}
+
+
+def symbolic(t):
+    """The value of t, an integer tensor of the kind TF computes shapes with, as an object array
+    of ints and (tensor, axis) sizes the plan knows (dimension axis of tensor); None if t is not
+    one. What it reads: constants, Shape, Size and Rank, Pack, ConcatV2, Transpose, Reshape,
+    ExpandDims, StridedSlice and Slice of those, GatherV2 at constant indices, Fill and Range of
+    known sizes, arithmetic on known values, and Prod or Sum of a vector with one unknown size."""
+    v = _symbolic(t)
+    return v if v is None or isinstance(v, np.ndarray) and v.dtype == object else _element(
+        v.item() if isinstance(v, np.ndarray) else v)
+
+
+def _symbolic(t):
+    if not (t.dtype.is_integer or t.dtype == dtypes.bool_):
         return None
-    dims, refs = expr
-    return [d if isinstance(d, (int, np.integer)) else (refs[d[0]], d[1]) for d in dims]
+    op, ins = t.op, t.op.inputs
+    a, ty = op.attrs, op.type
+    if ty == "Const":
+        return np.asarray(a["value"]).astype(object)
+    if ty in ("Identity", "StopGradient", "Cast"):
+        return symbolic(ins[0])
+    if ty == "Shape":
+        dims = ins[0].shape.dims
+        return None if dims is None else np.array([d if d is not None else (ins[0], i) for i, d in enumerate(dims)]
+                                                  + [0], object)[:-1]
+    if ty in ("Size", "Rank"):
+        x = ins[0].shape
+        known = x.ndims if ty == "Rank" else x.num_elements() if x.is_fully_defined() else None
+        return None if known is None else np.array(known, object)
+    parts = [symbolic(i) for i in ins] if ty in ("Pack", "ConcatV2", "GatherV2") or ty in _ARITHMETIC else None
+    if parts is not None and any(p is None for p in parts):
+        return None
+    if ty == "Pack":
+        return np.stack(parts, axis=a["axis"])
+    if ty == "ConcatV2":
+        return np.concatenate(parts, axis=a["axis"])
+    if ty == "GatherV2" and _known(parts[1]):
+        out = np.take(parts[0], parts[1].astype(np.int64), axis=a["axis"])
+        return out if isinstance(out, np.ndarray) else _element(out)
+    if ty in _ARITHMETIC:
+        return _ARITHMETIC[ty](parts[0].astype(np.int64), parts[1].astype(np.int64)).astype(object) \
+            if all(_known(p) for p in parts) else None
+    v = symbolic(ins[0]) if ins and ty not in ("Fill", "Range") else None
+    if ty in ("Prod", "Sum") and v is not None and v.ndim == 1 and tuple(a["axis"]) in ((0,), (-1,)):
+        known = [int(d) for d in v if not isinstance(d, tuple)]
+        refs = [d for d in v if isinstance(d, tuple)]
+        total = int(np.prod(known)) if ty == "Prod" else int(np.sum(known))
+        if not refs:
+            return np.array(total, object)
+        return _element(refs[0]) if len(refs) == 1 and total == (1 if ty == "Prod" else 0) else None
+    if ty == "Transpose" and v is not None:
+        return np.transpose(v, a["perm"])
+    if ty == "Reshape" and v is not None and len(ins) == 1:
+        return v.reshape(a["shape"])
+    if ty == "ExpandDims" and v is not None:
+        return np.expand_dims(v, a["axis"])
+    if ty == "StridedSlice" and v is not None and v.ndim == 1 and len(a["begin"]) == 1 and not (
+            a["ellipsis_mask"] or a["new_axis_mask"]):
+        if a["shrink_axis_mask"] & 1:
+            return _element(v[a["begin"][0]])
+        return v[slice(None if a["begin_mask"] & 1 else a["begin"][0], None if a["end_mask"] & 1 else a["end"][0],
+                       a["strides"][0])]
+    if ty == "Slice" and v is not None and len(ins) == 1:
+        return v[tuple(slice(b, None if n == -1 else b + n) for b, n in zip(a["begin"], a["size"]))]
+    if ty == "Fill" and len(ins) == 0:
+        return np.full(a["dims"], a["value"], object)
+    if ty == "Range" and ins[0].shape.dims is not None and ins[0].shape.dims[a["axis"]] is not None:
+        return np.arange(int(a["start"]), ins[0].shape.dims[a["axis"]], int(a["delta"])).astype(object)
+    return None
+
+
+def _element(d):
+    """A 0-d object array holding one dim (an int, or a (tensor, axis) pair kept whole)."""
+    out = np.empty((), object)
+    out[()] = d
+    return out
+
+
+def _known(v):
+    return v is not None and not any(isinstance(d, tuple) for d in v.reshape(-1))
+
+
+def materialize(v, dtype, name):
+    """A tensor holding v (a symbolic() value): a constant if every size is known, else (1-D) a
+    stack of tf.shape(t)[axis] sizes, which pygrad's shape arguments read back."""
+    if _known(v):
+        return array_ops.constant(v.astype(np.int64).astype(dtype.np), name=name)
+    if v.ndim != 1:
+        raise ValueError(f"{name}: a {v.ndim}-D shape value with sizes known only when the graph runs")
+    return manip_ops.stack([as_size(d, dtype) for d in v], name=name)
+
+
+def as_size(d, dtype=dtypes.int32):
+    """A dim of symbolic(): an int, or the scalar tensor tf.shape(tensor)[axis]."""
+    if isinstance(d, tuple):
+        return math_ops.cast(array_ops.shape(d[0])[d[1]], dtype) if dtype != dtypes.int32 else \
+            array_ops.shape(d[0])[d[1]]
+    return array_ops.constant(np.array(d, dtype.np))
 
 
 def _same(a, b):
@@ -60,9 +152,7 @@ def broadcast_gradient_args(b):
     """TF's BroadcastGradientArgs: for shapes s0, s1 broadcast together, the axes each input's
     gradient is summed over. Sizes the graph does not know on both sides are taken as equal (a run
     that broadcasts one of them then fails in the Reshape after the Sum, it does not go wrong)."""
-    s0, s1 = _dims(b.x[0]), _dims(b.x[1])
-    if s0 is None or s1 is None:
-        s0, s1 = b.ints(0).tolist(), b.ints(1).tolist()
+    s0, s1 = b.symbolic(0), b.symbolic(1)
     n = max(len(s0), len(s1))
     s0, s1 = [1] * (n - len(s0)) + list(s0), [1] * (n - len(s1)) + list(s1)
     r0, r1 = [], []
@@ -77,15 +167,34 @@ def broadcast_gradient_args(b):
             r1.append(i)
         elif not isinstance(a, tuple) and not isinstance(c, tuple):
             raise b.error(f"shapes {s0} and {s1} do not broadcast")
-    dtype = b.dtype("T")
+    dtype = b.attr("T")
     return [array_ops.constant(np.array(r0, dtype.np), name=b.name), array_ops.constant(np.array(r1, dtype.np),
                                                                                          name=b.name + "_1")]
 
 
+def dynamic_stitch(b):
+    """DynamicStitch of shapes (TF's gradients of reductions build the kept-dims shape with it)."""
+    n = len(b.x) // 2
+    indices = [b.ints(k) for k in range(n)]
+    data = [b.symbolic(n + k) for k in range(n)]
+    out = np.empty(max(int(i.max()) for i in indices if i.size) + 1, object)
+    for idx, d in zip(indices, data):
+        out[idx.reshape(-1)] = d.reshape(len(idx.reshape(-1)), -1)[:, 0] if d.ndim > idx.ndim else d.reshape(-1)
+    return materialize(out, b.attr("T"), b.name)
+
+
+def broadcast_to(b):
+    like = array_ops.zeros(b.shape_arg(1), dtype=b.x[0].dtype)  # shape-only: never computed
+    return OpDef.all["BroadcastLike"](b.x[0], like, axes=None, mean=False, name=b.name)
+
+
 def concat_offset(b):
-    """TF's ConcatOffset: where each input of a ConcatV2 starts along the axis."""
+    """TF's ConcatOffset: where each input of a ConcatV2 starts along the axis (whose sizes the
+    graph must know; the other sizes need not be)."""
     axis = int(b.value(0))
-    sizes = [b.ints(k) for k in range(1, len(b.x))]
+    sizes = [b.symbolic(k) for k in range(1, len(b.x))]
+    if any(isinstance(s[axis], tuple) for s in sizes):
+        raise b.unimplemented(f"the sizes along axis {axis} must be known when the graph is built")
     starts = np.cumsum([0] + [int(s[axis]) for s in sizes[:-1]])
     out = []
     for k, start in enumerate(starts):
@@ -107,10 +216,25 @@ def _batch_norm(b):
         raise b.unimplemented("is_training true (import inference graphs, or set the op's is_training to false)")
     x, scale, offset, mean, var = b.x[:5]
     fmt = b.attr("data_format", "NHWC")
+    eps = b.attr("epsilon", 1e-4)
+    if all(t.op.type in ("Const", "Identity") for t in b.x[1:5]) and all(_constant(t) is not None for t in b.x[1:5]):
+        # a frozen graph's statistics: y = x * a + c, with a and c computed once here, in float32 as TF
+        s, o, m, v = (_constant(t).astype(np.float32) for t in b.x[1:5])
+        a = (s / np.sqrt(v + np.float32(eps))).astype(np.float32)
+        scale, mean, offset, var = a, None, (o - m * a).astype(np.float32), None
+        if fmt == "NCHW":
+            scale, offset = scale.reshape(-1, 1, 1), offset.reshape(-1, 1, 1)
+        return [math_ops.add(x * scale, offset, name=b.name), b.x[3], b.x[4]]
     if fmt == "NCHW":
         scale, offset, mean, var = (array_ops.reshape(t, [-1, 1, 1]) for t in (scale, offset, mean, var))
-    y = (x - mean) * math_ops.rsqrt(var + b.attr("epsilon", 1e-4)) * scale + offset
+    y = (x - mean) * math_ops.rsqrt(var + eps) * scale + offset
     return [y, b.x[3], b.x[4]]
+
+
+def _constant(t):
+    while t.op.type == "Identity":
+        t = t.op.inputs[0]
+    return np.asarray(t.op.attrs["value"]) if t.op.type == "Const" else None
 
 
 def _variable(b):
@@ -135,21 +259,62 @@ def _conv_grad(ptype, ins):
             raise b.unimplemented(f"data_format {_fmt(b)} and dilations {b.attr('dilations')} (pygrad's gradient "
                                   f"ops take NHWC without dilations)")
         x = [_like(b, k) if k in ins else b.x[k] for k in range(3)]
-        return OpDef.all[ptype](*x, strides=tuple(b.attr("strides")), padding=b.attr("padding"), name=b.name)
+        extra = {"dilations": (1, 1, 1, 1)} if ptype.startswith("Depthwise") else {}
+        return OpDef.all[ptype](*x, strides=tuple(b.attr("strides")), padding=b.attr("padding"), name=b.name, **extra)
     return build
 
 
 def _tile(b):
-    """Tile; multiples read from a shape (TF's gradient of a reduction tiles a [1, ..., 1] tensor by
-    tf.shape(x)) is a broadcast to that tensor's shape."""
-    multiples = b.shape_arg(1)
-    if isinstance(multiples, list):
-        return manip_ops.tile(b.x[0], multiples, name=b.name)
-    x, t = b.x[0], b.x[1]
-    if t.op.type == "Shape" and x.shape.ndims == t.op.inputs[0].shape.ndims and all(d == 1 for d in x.shape.dims):
-        return OpDef.all["BroadcastLike"](x, t.op.inputs[0], axes=None, mean=False, name=b.name)
-    raise b.unimplemented(f"multiples '{b.node.input[1]}' must be known when the graph is built, or be the shape "
-                          f"of a tensor that input 0 (shape {x.shape}) is broadcast to")
+    """Tile; multiples only a plan knows (TF's gradient of a reduction tiles a [1, ..., 1] tensor
+    by tf.shape(x)) are a broadcast to the tiled shape, where each dimension of x is 1 or tiled
+    once."""
+    dims = b.shape_arg_dims(1)
+    x = b.x[0]
+    if dims is None or not any(isinstance(d, tuple) for d in dims):
+        return manip_ops.tile(x, b.ints(1).tolist(), name=b.name)
+    if x.shape.ndims != len(dims):
+        raise b.unimplemented(f"multiples {dims} for input 0 of shape {x.shape}")
+    out = []
+    for i, (d, m) in enumerate(zip(x.shape.dims, dims)):
+        if d == 1:
+            out.append(as_size(m) if isinstance(m, tuple) else int(m))
+        elif m == 1:
+            out.append(d if d is not None else as_size((x, i)))
+        else:
+            raise b.unimplemented(f"multiples {dims} only a run knows for input 0 of shape {x.shape} (pygrad tiles "
+                                  f"such dimensions of size 1 only)")
+    like = array_ops.zeros(out, dtype=x.dtype)  # shape-only: never computed
+    return OpDef.all["BroadcastLike"](x, like, axes=None, mean=False, name=b.name)
+
+
+def _broadcast(b, xs):
+    """xs broadcast to the shape of the one whose shape is that of all together (SelectV2)."""
+    shapes = [x.shape for x in xs]
+    full = next((x for x in xs if all(s.ndims is not None and s.ndims <= x.shape.ndims for s in shapes)
+                 and all(_covers(x.shape, s) for s in shapes)), None)
+    if full is None:
+        raise b.unimplemented(f"inputs of shapes {[str(s) for s in shapes]}: none has the broadcast shape of all")
+    return [x if x.shape.as_list() == full.shape.as_list() else
+            OpDef.all["BroadcastLike"](x, full, axes=None, mean=False) for x in xs]
+
+
+def _covers(big, small):
+    """Whether small broadcasts to big without growing it."""
+    pairs = zip(reversed(big.as_list()), reversed(small.as_list()))
+    return all(s in (1, b) for b, s in pairs)
+
+
+def _list_diff(b):
+    x, y = b.value(0), set(b.value(1).reshape(-1).tolist())
+    keep = [i for i, v in enumerate(x.reshape(-1).tolist()) if v not in y]
+    return [array_ops.constant(x.reshape(-1)[keep], name=b.name),
+            array_ops.constant(np.array(keep, b.attr("out_idx", dtypes.int32).np), name=b.name + "_idx")]
+
+
+def _range(b):
+    limit = b.shape_arg_dims(1)
+    limit = as_size(limit[0]) if limit is not None and isinstance(limit[0], tuple) else b.value(1)
+    return sequence_ops.range(b.value(0), limit, b.value(2), name=b.name)
 
 
 def _random(ptype):
@@ -157,6 +322,24 @@ def _random(ptype):
         return random_ops.draw(OpDef.all[ptype], b.shape_arg(0), b.attr("dtype"), b.attr("seed", 0),
                                b.attr("seed2", 0), b.name)
     return build
+
+
+def _unpadded(b):
+    """A tensor of the shape of a pad's input, from dy and the paddings: a slice of dy (shape-only)."""
+    p = b.ints(1)
+    return slice_ops.strided_slice(b.x[0], p[:, 0].tolist(), [-int(a) if a else 0 for a in p[:, 1]],
+                                   [1] * len(p), end_mask=sum(1 << i for i, a in enumerate(p[:, 1]) if not a))
+
+
+def _slice_attrs(b):
+    return dict(begin=tuple(b.ints(1).tolist()), end=tuple(b.ints(2).tolist()), strides=tuple(b.ints(3).tolist()),
+                **{m: b.attr(m, 0) for m in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
+                                             "shrink_axis_mask")})
+
+
+def _reordered(ptype, order):
+    """An op whose pygrad inputs are TF's in another order (order[i]: the TF input of pygrad's i-th)."""
+    return lambda b: OpDef.all[ptype](*(b.x[i] for i in order), name=b.name)
 
 
 def _fmt(b):
@@ -205,6 +388,13 @@ BUILDERS = {
     "Rank": lambda b: array_ops.rank(b.x[0], name=b.name),
     "BroadcastGradientArgs": broadcast_gradient_args,
     "ConcatOffset": concat_offset,
+    "DynamicStitch": dynamic_stitch,
+    "BroadcastTo": broadcast_to,
+    "DivNoNan": lambda b: manip_ops.where(math_ops.equal(b.x[1], 0), array_ops.zeros_like(b.x[0]),
+                                          math_ops.realdiv(b.x[0], b.x[1]), name=b.name),
+    "MirrorPadGrad": lambda b: OpDef.all["MirrorPadGrad"](
+        b.x[0], _unpadded(b), paddings=tuple(map(tuple, b.ints(1).tolist())),
+        mode={"REFLECT": 1, "SYMMETRIC": 2}[b.attr("mode")], name=b.name),
     "InvertPermutation": lambda b: array_ops.constant(np.argsort(b.ints(0)).astype(b.dtype("T").np), name=b.name),
     "Sum": _reduce(reduction_ops.reduce_sum),
     "Mean": _reduce(reduction_ops.reduce_mean),
@@ -228,13 +418,17 @@ BUILDERS = {
     "OneHot": lambda b: manip_ops.one_hot(b.x[0], int(b.value(1)), b.x[2], b.x[3], axis=b.attr("axis", -1),
                                           name=b.name),
     "Select": lambda b: manip_ops.where(b.x[0], b.x[1], b.x[2], name=b.name),
-    "SelectV2": lambda b: manip_ops.where(b.x[0], b.x[1], b.x[2], name=b.name),
+    "SelectV2": lambda b: manip_ops.where(*_broadcast(b, b.x), name=b.name),
     "StridedSlice": lambda b: slice_ops.strided_slice(
         b.x[0], b.ints(1).tolist(), b.ints(2).tolist(), b.ints(3).tolist(), begin_mask=b.attr("begin_mask", 0),
         end_mask=b.attr("end_mask", 0), ellipsis_mask=b.attr("ellipsis_mask", 0),
         new_axis_mask=b.attr("new_axis_mask", 0), shrink_axis_mask=b.attr("shrink_axis_mask", 0), name=b.name),
     "Slice": lambda b: slice_ops.slice(b.x[0], b.ints(1).tolist(), b.shape_arg(2), name=b.name),
-    "Range": lambda b: sequence_ops.range(b.x[0], b.x[1], b.x[2], name=b.name),
+    "Range": _range,
+    "ListDiff": _list_diff,
+    "ReciprocalGrad": lambda b: math_ops.multiply(-b.x[1], b.x[0] * b.x[0], name=b.name),
+    "RsqrtGrad": lambda b: math_ops.multiply(b.x[1] * -0.5, b.x[0] * b.x[0] * b.x[0], name=b.name),
+    "SqrtGrad": lambda b: math_ops.realdiv(b.x[1] * 0.5, b.x[0], name=b.name),
     "Pad": lambda b: sequence_ops.pad(b.x[0], b.ints(1).tolist(), name=b.name),
     "PadV2": lambda b: sequence_ops.pad(b.x[0], b.ints(1).tolist(), constant_values=b.value(2), name=b.name),
     "MirrorPad": lambda b: sequence_ops.pad(b.x[0], b.ints(1).tolist(), mode=b.attr("mode"), name=b.name),
@@ -251,6 +445,20 @@ BUILDERS = {
     "AvgPoolGrad": lambda b: OpDef.all["AvgPoolGrad"](_like(b, 0), b.x[1], ksize=tuple(b.attr("ksize")),
                                                       strides=tuple(b.attr("strides")), padding=b.attr("padding"),
                                                       name=b.name),
+    "StridedSliceGrad": lambda b: OpDef.all["StridedSliceGrad"](b.x[4], _like(b, 0), name=b.name, **_slice_attrs(b)),
+    "ApplyCenteredRMSProp": _reordered("ApplyCenteredRMSProp", (0, 2, 3, 4, 5, 6, 7, 8, 1)),
+    "ApplyFtrlV2": _reordered("ApplyFtrlV2", (0, 1, 2, 3, 4, 5, 6, 8, 7)),
+    "Cumsum": lambda b: cumulative_ops.cumsum(b.x[0], int(b.value(1)), exclusive=b.attr("exclusive", False),
+                                              reverse=b.attr("reverse", False), name=b.name),
+    "Cumprod": lambda b: cumulative_ops.cumprod(b.x[0], int(b.value(1)), exclusive=b.attr("exclusive", False),
+                                                reverse=b.attr("reverse", False), name=b.name),
+    "TopKV2": lambda b: topk_ops.top_k(b.x[0], int(b.value(1)), sorted=b.attr("sorted", True), name=b.name),
+    "InTopKV2": lambda b: topk_ops.in_top_k(b.x[0], b.x[1], int(b.value(2)), name=b.name),
+    "ScatterNd": lambda b: scatter_ops.scatter_nd(b.x[0], b.x[1], b.shape_arg(2), name=b.name),
+    "SegmentSum": lambda b: scatter_ops.segment_sum(b.x[0], b.x[1], name=b.name),
+    "UnsortedSegmentSum": lambda b: scatter_ops.unsorted_segment_sum(b.x[0], b.x[1], int(b.value(2)), name=b.name),
+    "Print": lambda b: logging_ops.Print(b.x[0], b.x[1:], message=b.attr("message", ""), first_n=b.attr("first_n", -1),
+                                         summarize=b.attr("summarize", 3), name=b.name),
     "RandomUniform": _random("RandomUniform"),
     "RandomStandardNormal": _random("RandomStandardNormal"),
     "TruncatedNormal": _random("TruncatedNormal"),

@@ -13,10 +13,9 @@ import numpy as np
 from pygrad import dtypes, errors
 from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph
 from pygrad.import_control_flow import CONTROL_FLOW_TYPES, Analysis, lift_cond, lift_while, split
-from pygrad.import_ops import builder
+from pygrad.import_ops import as_size, builder, symbolic
 from pygrad.ops import array_ops
 from pygrad.ops.tensor_array_ops import TensorArray
-from pygrad.ops.shape_exprs import shape_expr
 
 _NP = {1: np.float32, 2: np.float64, 3: np.int32, 4: np.uint8, 5: np.int16, 6: np.int8, 7: np.object_,
        9: np.int64, 10: np.bool_, 17: np.uint16, 19: np.float16}
@@ -85,37 +84,43 @@ class NodeBuild:
         return errors.UnimplementedError(None, None, f"import_graph_def: node '{self.node.name}' ({self.node.op}): "
                                          f"{message}")
 
+    def symbolic(self, k):
+        """Input k as import_ops.symbolic reads it (ints, and sizes a plan knows); an error if it
+        is no such value."""
+        v = symbolic(self.x[k])
+        if v is None:
+            v = np.asarray(self.value(k)).astype(object)
+        return v
+
     def value(self, k):
         """The value of input k, which pygrad needs when the graph is built (an axis, a
-        permutation): a constant, or computed now from constants."""
+        permutation): a constant, a size the graph knows, or computed now from constants."""
         t = self.x[k]
+        v = symbolic(t)
+        if v is not None and not any(isinstance(d, tuple) for d in v.reshape(-1)):
+            return v.astype(np.int64).astype(t.dtype.np) if v.size else np.zeros(v.shape, t.dtype.np)
         while t.op.type in ("Identity", "StopGradient") and t.op.inputs:
             t = t.op.inputs[0]
         if t.op.type == "Const":
             return np.asarray(t.op.attrs["value"])
-        dims = self.shape_arg_dims(k) if t.dtype.is_integer and t.shape.ndims in (0, 1) else None
-        if dims is not None and not any(isinstance(d, tuple) for d in dims):  # sizes the graph knows
-            return np.array(dims[0] if t.shape.ndims == 0 else dims, t.dtype.np)
         return _fold(t, self, k)
 
     def ints(self, k):
         return np.asarray(self.value(k)).astype(np.int64)
 
     def shape_arg_dims(self, k):
-        """Input k's dims as shape_expr reads them, a (tensor, axis) for each size the graph does not
-        know; None if it is no such expression."""
-        t = self.x[k]
-        expr = shape_expr([t] if t.shape.ndims == 0 else t)
-        return None if expr is None else [(expr[1][d[0]], d[1]) if isinstance(d, tuple) else d for d in expr[0]]
+        """Input k (a shape or a size) as a list of ints and (tensor, axis) sizes the plan knows;
+        None if it is no such value."""
+        v = symbolic(self.x[k])
+        return None if v is None or v.ndim > 1 else list(v.reshape(-1))
 
     def shape_arg(self, k):
-        """Input k as a shape argument: the tensor itself where pygrad reads it as sizes of other
-        tensors' shapes (tf.shape(x)[0]), else its value."""
-        t = self.x[k]
-        expr = shape_expr(t)
-        if expr is not None:
-            return t if any(isinstance(d, tuple) for d in expr[0]) else [int(d) for d in expr[0]]
-        return self.ints(k).tolist()
+        """Input k as a shape argument of pygrad's wrappers: ints, with tf.shape(t)[axis] tensors
+        for the sizes only a plan knows."""
+        dims = self.shape_arg_dims(k)
+        if dims is None:
+            return self.ints(k).tolist()
+        return [as_size(d) if isinstance(d, tuple) else int(d) for d in dims]
 
 
 def _fold(t, b, k):

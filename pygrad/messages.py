@@ -6,14 +6,14 @@ library writes, so the bytes equal TensorFlow's: fields in number order; proto3 
 when zero or empty; numeric repeated fields packed; messages written when set; and a field of a
 oneof (``ONEOF`` below) written whenever it is set, zero included::
 
-    Summary(value=[Summary.Value(tag="loss", simple_value=0.5)]).SerializeToString()
-    Summary.FromString(data).value[0].simple_value
+    NodeDef(name="x", op="Placeholder").SerializeToString()
+    GraphDef.FromString(data).node[0].name
 
 Unknown fields are skipped when parsing, as protobuf does. The field numbers are those of
 ``tensorflow/core/framework/{summary,tensor,tensor_shape,attr_value,node_def,graph}.proto`` and
 ``tensorflow/core/util/event.proto``. What is left here is used by pygrad/graph_def.py (the graph
-messages, shape_proto, tensor_proto), the tensor summary (tensor_proto) and pygrad/train/hooks.py
-(Summary, SessionLog); the same messages on the protobuf runtime are in pygrad/tf_protos.py.
+messages, shape_proto, tensor_proto) and the tensor summary (tensor_proto); the same messages on
+the protobuf runtime are in pygrad/tf_protos.py.
 """
 import struct
 
@@ -172,50 +172,6 @@ class TensorProto(Message):
 # ---------------------------------------------------------------- summary.proto, event.proto's SessionLog
 # Left for pygrad/train/hooks.py, which builds a Summary and a SessionLog for FileWriter (which takes
 # them by their bytes); the event files are written and read with pygrad/tf_protos.py's messages.
-
-
-class HistogramProto(Message):
-    FIELDS = (("min", 1, "double"), ("max", 2, "double"), ("num", 3, "double"), ("sum", 4, "double"),
-              ("sum_squares", 5, "double"), ("bucket_limit", 6, ["double"]), ("bucket", 7, ["double"]))
-
-
-class SummaryMetadata(Message):
-    class PluginData(Message):
-        FIELDS = (("plugin_name", 1, "string"), ("content", 2, "bytes"))
-
-    FIELDS = (("plugin_data", 1, PluginData), ("display_name", 2, "string"), ("summary_description", 3, "string"),
-              ("data_class", 4, "enum"))
-
-
-class Summary(Message):
-    class Image(Message):
-        FIELDS = (("height", 1, "int32"), ("width", 2, "int32"), ("colorspace", 3, "int32"),
-                  ("encoded_image_string", 4, "bytes"))
-
-    class Audio(Message):
-        FIELDS = (("sample_rate", 1, "float"), ("num_channels", 2, "int64"), ("length_frames", 3, "int64"),
-                  ("encoded_audio_string", 4, "bytes"), ("content_type", 5, "string"))
-
-    class Value(Message):
-        pass
-
-    FIELDS = ()
-
-
-Summary.Value.FIELDS = (
-    ("node_name", 7, "string"), ("tag", 1, "string"), ("metadata", 9, SummaryMetadata),
-    ("simple_value", 2, ONEOF("float")), ("obsolete_old_style_histogram", 3, ONEOF("bytes")),
-    ("image", 4, Summary.Image), ("histo", 5, HistogramProto), ("audio", 6, Summary.Audio),
-    ("tensor", 8, TensorProto))
-Summary.FIELDS = (("value", 1, [Summary.Value]),)
-
-
-class SessionLog(Message):
-    STATUS_UNSPECIFIED, START, STOP, CHECKPOINT = 0, 1, 2, 3
-    FIELDS = (("status", 1, "enum"), ("checkpoint_path", 2, "string"), ("msg", 3, "string"))
-
-
-# ---------------------------------------------------------------- attr_value.proto, node_def.proto, graph.proto
 
 
 class AttrValue(Message):

@@ -183,7 +183,8 @@ _SLICE = {
                            "begin tensor, then Squeeze of the `shrink` dimensions"),
     "DynamicSliceGrad": none("gradient helper of DynamicSlice: dy written at begin in zeros; TF: Pad or "
                              "StridedSliceGrad"),
-    "Slice":          tf("Slice",        inputs="begin size", derived="T=in0 Index=int32"),
+    "Slice":          tf("Slice",        inputs="begin size", derived="T=in0 Index=int32", ins="input -*",
+                         note="size may read sizes of the inputs after the first (TF: Shape, StridedSlice, Pack)"),
 }
 
 # ---------------------------------------------------------------- scatter_ops

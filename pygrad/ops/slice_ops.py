@@ -17,7 +17,8 @@ from pygrad.graph import Tensor, override_operator, unwrap
 from pygrad import dtypes
 from pygrad.ops.array_ops import cast, constant, constant_value, convert_to_tensor, static_ints
 from pygrad.ops.manip_ops import stack
-from pygrad.registry import CUSTOM, OpDef, Spec, fail
+from pygrad.ops.shape_exprs import has_refs, resolve, shape_expr
+from pygrad.registry import CUSTOM, SHAPE_ONLY_AFTER_FIRST, OpDef, Spec, fail
 from pygrad.shapes import TensorShape
 
 _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
@@ -343,7 +344,8 @@ def _dynamic_index(x, key):
 
 # ---------------------------------------------------------------- tf.slice
 
-Slice = OpDef("Slice", kernel="strided_slice_fwd")
+# size may read sizes of the inputs after the first, shape-only (shape_exprs: tf.slice(dy, begin, tf.shape(x))).
+Slice = OpDef("Slice", kernel="strided_slice_fwd", shape_only_inputs=SHAPE_ONLY_AFTER_FIRST)
 
 
 def _slice_lengths(x, begin, size):
@@ -364,18 +366,28 @@ def _slice_lengths(x, begin, size):
     return out
 
 
+def _sizes(size, refs):
+    """size with its sizes read from refs' shapes, -2 where they are not known yet."""
+    return [-2 if d is None else d for d in resolve(size, refs)]
+
+
 @Slice.shape
-def _(x, *, begin, size):
-    return Spec(x.dtype, TensorShape(_slice_lengths(x, begin, size)))
+def _(x, *refs, begin, size):
+    lengths = _slice_lengths(x, begin, [max(d, -1) for d in _sizes(size, refs)])
+    return Spec(x.dtype, TensorShape([None if d == -2 else n for n, d in zip(lengths, _sizes(size, refs))]))
 
 
 Slice.native_attrs(lambda attrs, ins, outs: {"begin": list(attrs["begin"]), "strides": [1] * len(attrs["begin"]),
-                                             "sizes": _slice_lengths(ins[0], attrs["begin"], attrs["size"])})
+                                             "sizes": _slice_lengths(ins[0], attrs["begin"],
+                                                                     _sizes(attrs["size"], ins[1:]))})
 
 
 @Slice.grad
 def _(op, dy):
     begin, size = op.attrs["begin"], op.attrs["size"]
+    if has_refs(size):
+        raise ValueError(op.error(f"the gradient of a slice whose size {list(size)} reads other tensors' shapes is "
+                                  f"not supported (give size as numbers or -1)"))
     end_mask = sum(1 << d for d, s in enumerate(size) if s == -1)
     return [StridedSliceGrad(dy, op.inputs[0], begin=begin, end=tuple(b + max(s, 0) for b, s in zip(begin, size)),
                              strides=(1,) * len(begin), begin_mask=0, end_mask=end_mask, ellipsis_mask=0,
@@ -388,6 +400,9 @@ def slice(input_, begin, size, name=None):  # noqa: A001
     if _is_computed(begin) or isinstance(begin, (list, tuple)) and any(_is_computed(b) for b in begin):
         return _dynamic_slice(x, begin, size, name)
     begin = static_ints(begin, "begin", Slice, name).reshape(-1)
+    expr = shape_expr(size)
+    if expr is not None and has_refs(expr[0]):  # sizes read from shapes: tf.slice(dy, begin, tf.shape(x))
+        return Slice(x, *expr[1], begin=tuple(int(b) for b in begin), size=tuple(expr[0]), name=name or "Slice")
     size = static_ints(size, "size", Slice, name).reshape(-1)
     return Slice(x, begin=tuple(int(b) for b in begin), size=tuple(int(s) for s in size), name=name or "Slice")
 
