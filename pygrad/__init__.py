@@ -185,6 +185,7 @@ compat.v1 = _sys.modules[__name__]
 set_num_threads(int(_os.environ.get("PYGRAD_NUM_THREADS", _os.environ.get("OMP_NUM_THREADS", _os.cpu_count() or 1))))
 _check_registry()
 from pygrad.importer import import_graph_def  # noqa: E402,F401
+from pygrad import graph_util, saved_model  # noqa: E402,F401  (GraphDef transforms; SavedModels)
 from pygrad import proto as _proto  # noqa: E402
 
 # TF's messages (pygrad/tf_protos.py): tf.GraphDef, tf.Summary, ..., built on first use, not by `import pygrad`

@@ -39,6 +39,7 @@ NAMESPACES = {
                      "glorot_normal": "glorot_normal_initializer",
                      "global_variables": "global_variables_initializer",
                      "local_variables": "local_variables_initializer", "variables": "variables_initializer"},
+    "io": {"write_graph": "train.write_graph"},
 }
 
 

@@ -251,6 +251,20 @@ _default_graph = [Graph()]
 _graph_stack = []
 
 
+def prepend_name_scope(name, import_scope):
+    """name (an op or tensor name, "^op" or "loc:@op") under import_scope, as TF's ops.prepend_name_scope."""
+    if not import_scope:
+        return name
+    return re.sub(r"([\^]|loc:@|^)(.*)", r"\1" + import_scope.rstrip("/") + r"/\2", name)
+
+
+def strip_name_scope(name, export_scope):
+    """name without its leading export_scope, as TF's ops.strip_name_scope."""
+    if not export_scope:
+        return name
+    return re.sub(r"([\^]|loc:@|^)" + re.escape(export_scope.rstrip("/")) + r"[\/]+(.*)", r"\1\2", name, count=1)
+
+
 def get_default_graph():
     return _graph_stack[-1] if _graph_stack else _default_graph[0]
 

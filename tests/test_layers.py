@@ -23,7 +23,8 @@ LAYERS = [
              "pygrad.summary", "pygrad.summary.*", "pygrad.data", "pygrad.data.*", "pygrad.compat",
              "pygrad.contrib", "pygrad.contrib.*", "pygrad.rnn", "pygrad.rnn.*", "pygrad.linalg", "pygrad.math",
              "pygrad.random", "pygrad.importer", "pygrad.import_ops", "pygrad.import_control_flow", "pygrad.examples",
-             "pygrad.examples.*"]),
+             "pygrad.examples.*", "pygrad.meta_graph", "pygrad.graph_util", "pygrad.saved_model",
+             "pygrad.saved_model.*"]),
     ("surface", ["pygrad"]),
     # Above the surface: the parameter server runs user code written on `import pygrad as tf`.
     ("distributed", ["pygrad.distributed", "pygrad.distributed.*"]),

@@ -72,7 +72,8 @@ def test_max_to_keep_and_state_file(tmp_path):
         assert paths == [f"{prefix}-{i}" for i in range(1, 5)]
         assert saver.last_checkpoints == paths[2:]
     assert _files(tmp_path) == ["checkpoint", "model.ckpt-3.data-00000-of-00001", "model.ckpt-3.index",
-                                "model.ckpt-4.data-00000-of-00001", "model.ckpt-4.index"]
+                                "model.ckpt-3.meta", "model.ckpt-4.data-00000-of-00001", "model.ckpt-4.index",
+                                "model.ckpt-4.meta"]
     state = tf.train.get_checkpoint_state(str(tmp_path))
     assert state.model_checkpoint_path == paths[3] and state.all_model_checkpoint_paths == paths[2:]
     assert tf.train.latest_checkpoint(str(tmp_path)) == paths[3]

@@ -1,6 +1,7 @@
 """Variables and the ops that write them (assign, assign_add, assign_sub), no_op and group."""
 from pygrad import dtypes
-from pygrad.graph import GraphKeys, Tensor, TensorLike, build_error, get_default_graph, session_for, unwrap
+from pygrad.graph import (GraphKeys, Tensor, TensorLike, build_error, get_default_graph, prepend_name_scope,
+                          session_for, strip_name_scope, unwrap)
 from pygrad.ops.array_ops import cast, convert_for_op, convert_to_tensor
 from pygrad.registry import NOOP, VARIABLE, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import as_shape
@@ -102,6 +103,9 @@ class Variable(TensorLike):
                  caching_device=None, name=None, variable_def=None, dtype=None, expected_shape=None,
                  import_scope=None, constraint=None, use_resource=None, synchronization=None, aggregation=None,
                  shape=None):
+        if variable_def is not None:
+            self._init_from_proto(variable_def, import_scope)
+            return
         if initial_value is None:
             raise build_error("VariableV2", name or "Variable", "initial_value must be specified.")
         graph = get_default_graph()
@@ -128,6 +132,50 @@ class Variable(TensorLike):
         if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
             collections = list(collections) + [GraphKeys.TRAINABLE_VARIABLES]
         graph.add_to_collections(collections, self)
+
+    def _init_from_proto(self, variable_def, import_scope=None):
+        """The Variable over ops already in the default graph (an imported meta graph's) that a
+        VariableDef names: its VariableV2 output, its initializer op and initial value."""
+        graph = get_default_graph()
+        element = lambda name: graph.as_graph_element(prepend_name_scope(name, import_scope))  # noqa: E731
+        self._variable = element(variable_def.variable_name)
+        if not isinstance(self._variable, Tensor) or self._variable.op.type != "VariableV2":
+            raise TypeError(f"VariableDef: {self._variable.name} is a {self._variable.op.type}, not a VariableV2")
+        self._initializer_op = element(variable_def.initializer_name)
+        self._initial_value = element(variable_def.initial_value_name) if variable_def.initial_value_name else None
+        self._trainable = variable_def.trainable
+        self.constraint = None
+
+    @staticmethod
+    def from_proto(variable_def, import_scope=None):
+        """The Variable a VariableDef names in the default graph: the one importing its VariableV2
+        node made (Variable.over_new_op), given the VariableDef's initializer, initial value and
+        trainable; a new Variable object if the op has none."""
+        graph = get_default_graph()
+        op = graph.as_graph_element(prepend_name_scope(variable_def.variable_name, import_scope)).op
+        entry = graph.stored_variables[op.attrs["var_index"]] if op.type == "VariableV2" else None
+        if isinstance(entry, Variable) and entry.op is op:
+            entry._init_from_proto(variable_def, import_scope)
+            return entry
+        return Variable(variable_def=variable_def, import_scope=import_scope)
+
+    def to_proto(self, export_scope=None):
+        """The VariableDef of this variable (names without export_scope), or None if it is outside
+        export_scope. pygrad reads a variable without a snapshot op: the snapshot is the variable's
+        own output unless the graph has TF's "<name>/read" Identity."""
+        from pygrad.tf_protos import VariableDef
+        if export_scope and not self._variable.name.startswith(export_scope):
+            return None
+        op_names = {op.name for op in self.graph.get_operations()}
+        read = self.op.name + "/read"
+        strip = lambda name: strip_name_scope(name, export_scope)  # noqa: E731
+        proto = VariableDef(variable_name=strip(self.name), trainable=self._trainable,
+                            snapshot_name=strip(read + ":0" if read in op_names else self.name))
+        if self._initializer_op is not None:
+            proto.initializer_name = strip(self._initializer_op.name)
+        if self._initial_value is not None:
+            proto.initial_value_name = strip(self._initial_value.name)
+        return proto
 
     @classmethod
     def over_new_op(cls, name, shape, dtype, trainable=True):

@@ -40,3 +40,9 @@ __all__ += ["CheckpointSaverHook", "CheckpointSaverListener", "ChiefSessionCreat
             "MonitoredSession", "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Scaffold",
             "SecondOrStepTimer", "SessionCreator", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
             "SessionRunValues", "SingularMonitoredSession", "StepCounterHook", "StopAtStepHook", "SummarySaverHook"]
+
+# Meta graphs (.meta files) and GraphDef files.
+from pygrad.meta_graph import export_meta_graph, write_graph  # noqa: E402
+from pygrad.train.saver import import_meta_graph  # noqa: E402
+
+__all__ += ["export_meta_graph", "import_meta_graph", "write_graph"]

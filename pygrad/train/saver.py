@@ -4,22 +4,23 @@ keeps the newest max_to_keep checkpoints (plus one every keep_checkpoint_every_n
 
 Unlike TF, the saver adds no ops to the graph: a save fetches the variables in one run and
 writes the bundle from Python; a restore reads and checks every tensor before it writes any, so
-a failed restore leaves the session's variables as they were."""
+a failed restore leaves the session's variables as they were. The saver still takes its name
+scope ("save") and has TF's SaverDef: the meta graph it exports (`<checkpoint>.meta`) carries the
+save/restore subgraph TF would have built there (train/saver_graph.py), so TensorFlow restores
+pygrad's checkpoints through it."""
 import logging
 import os
 import time
 
 import numpy as np
 
-from pygrad import errors
-from pygrad.graph import GraphKeys, Tensor, get_default_graph, unwrap
+from pygrad import errors, meta_graph
+from pygrad.graph import GraphKeys, Tensor, get_default_graph, prepend_name_scope, unwrap
 from pygrad.ops.state_ops import Variable
-from pygrad.train import checkpoint_bundle, checkpoint_management
+from pygrad.train import checkpoint_bundle, checkpoint_management, saver_graph
 from pygrad.train.training_util import global_step as _global_step_value
 
 _log = logging.getLogger("pygrad")
-
-
 def _is_variable(v):
     return isinstance(v, Variable) or isinstance(v, Tensor) and v.op.type == "VariableV2"
 
@@ -63,8 +64,11 @@ class Saver:
     def __init__(self, var_list=None, reshape=False, sharded=False, max_to_keep=5, keep_checkpoint_every_n_hours=10000.0,
                  name=None, restore_sequentially=False, saver_def=None, builder=None, defer_build=False,
                  allow_empty=False, write_version=2, pad_step_number=False, save_relative_paths=False, filename=None):
-        if saver_def is not None:
-            raise NotImplementedError("Saver(saver_def=...): pygrad's Saver builds no SaverDef")
+        if saver_def is not None:  # a Saver of an imported graph (TF's Saver(saver_def=...))
+            max_to_keep, keep_checkpoint_every_n_hours = saver_def.max_to_keep, saver_def.keep_checkpoint_every_n_hours
+        self._saver_def = saver_def
+        self._name = name
+        self._graph = get_default_graph()
         self._var_list = var_list
         self._vars = _names_to_variables(var_list) if not defer_build else None
         self._is_empty = not self._vars and not defer_build
@@ -79,6 +83,8 @@ class Saver:
         self._filename = filename
         self._last_checkpoints = []  # [(path, time)]
         self._checkpoints_to_be_deleted = []
+        if not defer_build:
+            self._take_scope()
 
     def build(self):
         if self._vars is None:
@@ -86,6 +92,46 @@ class Saver:
             self._is_empty = not self._vars
             if self._is_empty and not self._allow_empty:
                 raise ValueError("No variables to save")
+            self._take_scope()
+
+    def _take_scope(self):
+        """Takes the saver's name scope in its graph, as TF's Saver does with the ops it adds."""
+        if self._is_empty:
+            return
+        if self._saver_def is None:
+            scope = self._graph.unique_name(self._name or "save")
+            self._saver_def = saver_graph.saver_def(scope, self._max_to_keep, self._keep_every_n_hours)
+        saver_graph.register(self._graph, self)
+
+    # ---------------------------------------------------------------- the SaverDef and the meta graph
+    @property
+    def saver_def(self):
+        return self.as_saver_def()
+
+    def as_saver_def(self):
+        """The SaverDef (tf_protos.SaverDef): TF's tensor names under the saver's scope, V2 format;
+        None for a saver without variables."""
+        self.build()
+        return self._saver_def
+
+    def graph_nodes(self):
+        """The NodeDefs TF's Saver would have added to the graph (train/saver_graph.py)."""
+        self.build()
+        if self._is_empty:
+            return []
+        scope = self._saver_def.restore_op_name.rsplit("/", 1)[0]
+        return saver_graph.saver_nodes(scope, {k: (v.op.name, v.dtype.name) for k, v in self._vars.items()},
+                                       self._filename or "model")
+
+    def export_meta_graph(self, filename=None, collection_list=None, as_text=False, export_scope=None,
+                          clear_devices=False, clear_extraneous_savers=False, strip_default_attrs=False,
+                          save_debug_info=False):
+        """The MetaGraphDef of the saver's graph with this saver's SaverDef (and its subgraph),
+        written to filename if given (pygrad/meta_graph.py)."""
+        return meta_graph.export_meta_graph(filename=filename, saver_def=self.as_saver_def(), collection_list=collection_list,
+                                 as_text=as_text, graph=self._graph, export_scope=export_scope,
+                                 clear_devices=clear_devices, clear_extraneous_savers=clear_extraneous_savers,
+                                 strip_default_attrs=strip_default_attrs, save_debug_info=save_debug_info)
 
     # ---------------------------------------------------------------- the kept checkpoints
     @property
@@ -133,8 +179,8 @@ class Saver:
              write_meta_graph=True, write_state=True, strip_default_attrs=False, save_debug_info=False):
         """Writes the variables' values in sess to the checkpoint save_path (or save_path-<step>)
         and returns its prefix; with write_state, records it in the directory's state file
-        (latest_filename, default 'checkpoint') and deletes checkpoints beyond max_to_keep. The
-        .meta graph file is not written (write_meta_graph is accepted and ignored)."""
+        (latest_filename, default 'checkpoint') and deletes checkpoints beyond max_to_keep; with
+        write_meta_graph, writes the graph's MetaGraphDef to <prefix>.<meta_graph_suffix>."""
         self.build()
         latest_filename = latest_filename or checkpoint_management.DEFAULT_STATE_FILENAME
         if os.path.split(latest_filename)[0]:
@@ -166,6 +212,9 @@ class Saver:
                 save_path_parent, checkpoint_file, all_model_checkpoint_paths=self.last_checkpoints,
                 latest_filename=latest_filename, save_relative_paths=self._save_relative_paths)
             self._maybe_delete_old_checkpoints(meta_graph_suffix)
+        if write_meta_graph:
+            self.export_meta_graph(f"{checkpoint_file}.{meta_graph_suffix}", strip_default_attrs=strip_default_attrs,
+                                   save_debug_info=save_debug_info)
         return checkpoint_file
 
     # ---------------------------------------------------------------- restore
@@ -203,5 +252,38 @@ class Saver:
         for var, value in values:
             sess.write_variable(var, value)
 
-    def as_saver_def(self):
-        raise NotImplementedError("pygrad's Saver builds no SaverDef")
+
+
+def _imported_saver(meta, graph, import_scope, variables):
+    """The Saver of an imported meta graph: over the variables its SaverDef's subgraph restores,
+    or over all global variables if it has no SaverDef; None if there are no variables."""
+    from pygrad.tf_protos import SaverDef
+    if not meta.HasField("saver_def"):
+        if graph.get_collection(GraphKeys.GLOBAL_VARIABLES, import_scope):
+            return Saver()
+        _log.info("Saver not created because there are no variables in the graph to restore")
+        return None
+    saver_def = SaverDef()
+    saver_def.CopyFrom(meta.saver_def)
+    for field in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
+        setattr(saver_def, field, prepend_name_scope(getattr(saver_def, field), import_scope))
+    by_op = {v.op.name: v for v in variables.values()}
+    var_list = {}
+    for key, node in sorted(saver_graph.restored_variables(meta.graph_def, meta.saver_def).items()):
+        name = prepend_name_scope(node, import_scope)
+        var_list[key] = by_op[name] if name in by_op else graph.get_tensor_by_name(name + ":0")
+    return Saver(var_list=var_list or None, saver_def=saver_def, name=import_scope)
+
+
+def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs):
+    """Builds a MetaGraphDef (or the .meta file named) into the default graph under import_scope
+    (meta_graph.import_scoped_meta_graph: its ops, its collections, without the savers'
+    save/restore subgraphs) and returns a Saver of its variables, None if it has none. kwargs:
+    input_map and restore_collections_predicate. Nothing of a failed import stays in the graph."""
+    unknown = set(kwargs) - {"input_map", "restore_collections_predicate"}
+    if unknown:
+        raise TypeError(f"import_meta_graph() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
+    graph = get_default_graph()
+    with graph.rollback_on_error():
+        meta, variables = meta_graph.import_scoped_meta_graph(meta_graph_or_file, clear_devices, import_scope, **kwargs)
+        return _imported_saver(meta, graph, import_scope, variables)

@@ -1,0 +1,6 @@
+"""The standard tags of a SavedModel's meta graphs (TF's saved_model/tag_constants.py)."""
+SERVING = "serve"
+TRAINING = "train"
+EVAL = "eval"
+GPU = "gpu"
+TPU = "tpu"
