@@ -9,8 +9,9 @@ oneof (``ONEOF`` below) written whenever it is set, zero included::
     Summary(value=[Summary.Value(tag="loss", simple_value=0.5)]).SerializeToString()
     Summary.FromString(data).value[0].simple_value
 
-Unknown fields are skipped when parsing, as protobuf does. The field numbers are those of
-``tensorflow/core/framework/{summary,tensor,tensor_shape,attr_value,node_def,graph}.proto`` and
+Unknown fields are skipped when parsing, as protobuf does. (A graph's messages are TF's own on the
+protobuf runtime: pygrad/tf_protos.py.) The field numbers are those of
+``tensorflow/core/framework/{summary,tensor,tensor_shape}.proto`` and
 ``tensorflow/core/util/event.proto``.
 """
 import struct
@@ -228,40 +229,6 @@ class Event(Message):
               ("graph_def", 4, ONEOF("bytes")), ("summary", 5, Summary), ("log_message", 6, LogMessage),
               ("session_log", 7, SessionLog), ("tagged_run_metadata", 8, TaggedRunMetadata),
               ("meta_graph_def", 9, ONEOF("bytes")))
-
-
-# ---------------------------------------------------------------- attr_value.proto, node_def.proto, graph.proto
-
-
-class AttrValue(Message):
-    class ListValue(Message):
-        FIELDS = (("s", 2, ["bytes"]), ("i", 3, ["int64"]), ("f", 4, ["float"]), ("b", 5, ["bool"]),
-                  ("type", 6, ["enum"]), ("shape", 7, [TensorShapeProto]), ("tensor", 8, [TensorProto]))
-
-    FIELDS = (("list", 1, ListValue), ("s", 2, ONEOF("bytes")), ("i", 3, ONEOF("int64")), ("f", 4, ONEOF("float")),
-              ("b", 5, ONEOF("bool")), ("type", 6, ONEOF("enum")), ("shape", 7, TensorShapeProto),
-              ("tensor", 8, TensorProto))
-
-
-class NodeDef(Message):
-    class AttrEntry(Message):  # a map<string, AttrValue> entry
-        FIELDS = (("key", 1, "string"), ("value", 2, AttrValue))
-
-    FIELDS = (("name", 1, "string"), ("op", 2, "string"), ("input", 3, ["string"]), ("device", 4, "string"),
-              ("attr", 5, [AttrEntry]))
-
-    @property
-    def attrs(self):
-        """The attr map as a dict."""
-        return {e.key: e.value for e in self.attr}
-
-
-class VersionDef(Message):
-    FIELDS = (("producer", 1, "int32"), ("min_consumer", 2, "int32"), ("bad_consumers", 3, ["int32"]))
-
-
-class GraphDef(Message):
-    FIELDS = (("node", 1, [NodeDef]), ("versions", 4, VersionDef), ("version", 3, "int32"))
 
 
 # ---------------------------------------------------------------- values as TensorProto

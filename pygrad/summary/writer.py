@@ -105,8 +105,8 @@ class FileWriter:
         if graph is None and graph_def is None:
             graph = get_default_graph()
         if graph is not None:
-            data = _graph_def(graph.graph if hasattr(graph, "graph") and not isinstance(graph, Graph) else graph)
-            data = data.SerializeToString()
+            graph = graph.graph if hasattr(graph, "graph") and not isinstance(graph, Graph) else graph
+            data = _graph_def(graph, add_shapes=True, picture=True).SerializeToString()
         else:
             data = graph_def if isinstance(graph_def, bytes) else graph_def.SerializeToString()
         self._add(global_step, graph_def=data)
