@@ -21,6 +21,7 @@ tab) such an op is written as a node of its type with its inputs, for the pictur
 import numpy as np
 
 from pygrad.dtypes import DType, as_dtype, int32
+from pygrad.graph import reachable
 from pygrad.graph_def_compose import COMPOSE
 from pygrad.messages import DATA_TYPE
 from pygrad.shapes import TensorShape
@@ -46,8 +47,9 @@ TF_INPUT_TYPE = {("Fill", "value"): "T", ("OneHot", "on_value"): "T", ("OneHot",
                  ("ScatterNd", "shape"): "Tindices", ("InTopKV2", "k"): "T"}
 # Derived sources that are not dtypes, counts or shapes: what TF holds as functions, Python or resources.
 _UNEXPORTABLE_SOURCES = {
-    "regions": "its branches or its loop's condition and body are TF functions, which pygrad does not write",
-    "host": "it runs Python (a function or a dataset), which TensorFlow cannot run from a GraphDef",
+    "regions": "TF takes a cond's branches and a loop's condition and body as functions of the GraphDef's "
+               "library, which pygrad does not write",
+    "host": "it runs Python (a function, a dataset), which TensorFlow cannot run from a GraphDef",
     "array": "its TensorArray is a resource in TF, a value in pygrad",
     "range": "its TensorArray is a resource in TF, a value in pygrad",
 }
@@ -64,9 +66,10 @@ def graph_def(graph, add_shapes=False, from_version=None, picture=False):
     writer = _Writer(graph, add_shapes)
     ops = graph.get_operations()[from_version or 0:]
     hidden = _hidden_state(ops)
+    before = _reads_before_writes(ops)
     for op in ops:
         if op not in hidden:
-            writer.write(op, picture)
+            writer.write(op, picture, before.get(op, ()))
     return writer.graph_def
 
 
@@ -93,6 +96,37 @@ def _hidden_state(ops):
         for t, spec in zip(op.inputs, _slot_specs(op)):
             (own if spec == "-" else read).add(t.op)
     return {op for op in own - read if op.type == "VariableV2"}
+
+
+def _reads_before_writes(ops):
+    """{writer: the readers of its variable it is to wait for}: pygrad runs a variable's readers
+    before its writers unless they depend on the write (lowering.schedule), so that
+    sess.run([loss, train]) reads the old value; TF orders nothing it is not told to (TF1's
+    optimizers gate their gradients for this). A writer that reads its variable (an update, not
+    an Assign, which may be its initializer) waits (a control input) for each reader of it that it
+    neither feeds nor depends on and that can run whenever it does: a stateless op whose other
+    inputs are constants or what the writer depends on."""
+    preds = {op: [t.op for t in op.inputs] + list(op.control_inputs) for op in ops}
+    succ = {op: [] for op in ops}
+    readers = {}
+    for op in ops:
+        for p in preds[op]:
+            if p in succ:
+                succ[p].append(op)
+        for t in op.inputs:
+            if t.op.type == "VariableV2":
+                readers.setdefault(t.op, []).append(op)
+    order = {}
+    for w in ops:
+        if w.opdef.ref_input is None or not w.opdef.reads_ref:  # an Assign may be the initializer
+            continue
+        var = w.inputs[w.opdef.ref_input].op
+        before = reachable(preds[w], lambda op: preds.get(op, ()))
+        after = reachable(succ[w], succ.__getitem__)
+        order[w] = [r for r in readers.get(var, ()) if r is not w and r not in before and r not in after
+                    and r.opdef.ref_input is None and r.opdef.host_stage is None
+                    and all(t.op in before or t.op is var or t.op.type == "Const" for t in r.inputs)]
+    return order
 
 
 # ---------------------------------------------------------------- attribute values
@@ -187,6 +221,7 @@ class _Writer:
         self.add_shapes = add_shapes
         self.taken = {op.name for op in graph.get_operations()}
         self.op = None  # the op being written: its control inputs and device go on every node written for it
+        self.waits = ()  # the readers it waits for (_reads_before_writes), control inputs too
 
     # ---- nodes
     def node(self, type, name, inputs=(), attrs=None, shapes=None, exact=False):
@@ -195,7 +230,7 @@ class _Writer:
             name = self.unique(name)
         node = self.graph_def.node.add(name=name, op=type, input=list(inputs))
         if self.op is not None:
-            node.input.extend(f"^{c.name}" for c in self.op.control_inputs)
+            node.input.extend(f"^{c.name}" for c in [*self.op.control_inputs, *self.waits])
             node.device = self.op.device if isinstance(self.op.device, str) else ""
         for key, value in (attrs or {}).items():
             set_attr(node.attr[key], value)
@@ -263,8 +298,8 @@ class _Writer:
                          shapes=[[len(items)]])
 
     # ---- ops
-    def write(self, op, picture):
-        self.op = op
+    def write(self, op, picture, waits=()):
+        self.op, self.waits = op, waits
         try:
             compose = COMPOSE.get(op.type)
             if compose is not None:
@@ -283,7 +318,7 @@ class _Writer:
                 raise
             self.picture(op)
         finally:
-            self.op = None
+            self.op, self.waits = None, ()
 
     def final(self, type, inputs, attrs=None):
         """The last node of a composition: named op.name, with op's output shapes; returns op's output names."""
