@@ -14,9 +14,11 @@ names the same value in TensorFlow. Inputs are "op" for output 0, "op:1" for oth
 for control inputs, after the data inputs; with add_shapes, "_output_shapes" lists the static
 shapes of a node's outputs, as TF's `Graph.as_graph_def(add_shapes=True)` writes them.
 
-What TF holds as functions or Python (loops and conds with regions, py_func, dataset iterators,
-tensor arrays) raises NotExportableError naming the op; with picture=True (TensorBoard's graph
-tab) such an op is written as a node of its type with its inputs, for the picture only.
+An update of a variable waits (control inputs) for the readers pygrad runs before it
+(_reads_before_writes). What TF holds as functions or Python (loops and conds with regions,
+py_func, dataset iterators) raises NotExportableError naming the op; with picture=True
+(TensorBoard's graph tab) such an op is written as a node of its type with its inputs, for the
+picture only.
 """
 import numpy as np
 
@@ -45,13 +47,11 @@ TF_INPUT_ORDER = {
 TF_INPUT_TYPE = {("Fill", "value"): "T", ("OneHot", "on_value"): "T", ("OneHot", "off_value"): "T",
                  ("PadV2", "constant_values"): "T", ("Range", "start"): "Tidx", ("Range", "delta"): "Tidx",
                  ("ScatterNd", "shape"): "Tindices", ("InTopKV2", "k"): "T"}
-# Derived sources that are not dtypes, counts or shapes: what TF holds as functions, Python or resources.
+# Derived sources that are not dtypes, counts or shapes: what TF holds as functions or Python.
 _UNEXPORTABLE_SOURCES = {
     "regions": "TF takes a cond's branches and a loop's condition and body as functions of the GraphDef's "
                "library, which pygrad does not write",
     "host": "it runs Python (a function, a dataset), which TensorFlow cannot run from a GraphDef",
-    "array": "its TensorArray is a resource in TF, a value in pygrad",
-    "range": "its TensorArray is a resource in TF, a value in pygrad",
 }
 
 
@@ -132,10 +132,6 @@ def _reads_before_writes(ops):
 # ---------------------------------------------------------------- attribute values
 
 
-def dtype_enum(dtype):
-    return DATA_TYPE[as_dtype(dtype).name]
-
-
 def shape_proto(shape, message):
     """Fills a TensorShapeProto message from a TensorShape or a list of dims (None: unknown)."""
     shape = shape if isinstance(shape, TensorShape) else TensorShape(shape)
@@ -182,6 +178,10 @@ def _field(value):
     raise TypeError(f"no TF attribute value for {value!r}")
 
 
+def _array_dtype(value):
+    return "string" if value.dtype.kind in "OSU" else value.dtype.name
+
+
 def set_attr(message, value):
     """Fills an AttrValue message with a Python value: a number, bool, string, DType,
     TensorShape, NumPy array, or a list of one kind of them."""
@@ -192,7 +192,7 @@ def set_attr(message, value):
             if kind == "shape":
                 shape_proto(v, message.list.shape.add())
             elif kind == "tensor":
-                tensor_proto(v, "string" if v.dtype.kind in "OSU" else v.dtype.name, message.list.tensor.add())
+                tensor_proto(v, _array_dtype(v), message.list.tensor.add())
             else:
                 getattr(message.list, kind).append(v)
         return message
@@ -200,7 +200,7 @@ def set_attr(message, value):
     if kind == "shape":
         shape_proto(v, message.shape)
     elif kind == "tensor":
-        tensor_proto(v, "string" if v.dtype.kind in "OSU" else v.dtype.name, message.tensor)
+        tensor_proto(v, _array_dtype(v), message.tensor)
     else:
         setattr(message, kind, v)
     return message
@@ -343,8 +343,7 @@ class _Writer:
         for key, value in op.attrs.items():
             if key in e.attrs and value is not None:
                 attrs.setdefault(e.attrs[key], value)
-        inputs, own, refs = [], [], []
-        derived_inputs = []
+        inputs, refs, derived_inputs = [], [], []
         for name, source in e.derived.items():
             if source in _UNEXPORTABLE_SOURCES:
                 raise NotExportableError(op.error(f"{op.type} is not exported as TF's {tf_type}: "
@@ -358,7 +357,7 @@ class _Writer:
             if spec == "-*":
                 refs.append(t)
             elif spec == "-":
-                own.append(t)
+                continue
             elif spec is not None and spec.startswith("shape:"):
                 name = spec[len("shape:"):]
                 inputs.append((name, self.shape_of(t, self.scoped(name), self._input_type(tf_type, name, attrs))))
@@ -424,7 +423,11 @@ def _derived(op, source):
         return op.inputs[int(source[2:])].dtype
     if source.startswith("out") and source[3:].isdigit():
         return op.outputs[int(source[3:])].dtype
-    return {"ins": lambda: [t.dtype for t in op.inputs], "ins1:": lambda: [t.dtype for t in op.inputs[1:]],
-            "outs": lambda: [t.dtype for t in op.outputs], "out_shapes": lambda: [t.shape for t in op.outputs],
-            "n_ins": lambda: len(op.inputs), "n_outs": lambda: len(op.outputs),
-            "int32": lambda: as_dtype("int32"), "int64": lambda: as_dtype("int64")}[source]()
+    values = {"ins": lambda: [t.dtype for t in op.inputs], "ins1:": lambda: [t.dtype for t in op.inputs[1:]],
+              "outs": lambda: [t.dtype for t in op.outputs], "out_shapes": lambda: [t.shape for t in op.outputs],
+              "n_ins": lambda: len(op.inputs), "n_outs": lambda: len(op.outputs),
+              "int32": lambda: as_dtype("int32"), "int64": lambda: as_dtype("int64")}
+    if source not in values:
+        raise NotExportableError(op.error(f"{op.type}'s TF form takes {source!r} (op_identity.DERIVED), which pygrad "
+                                          f"does not write"))
+    return values[source]()
