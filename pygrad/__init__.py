@@ -150,7 +150,6 @@ from pygrad import contrib, layers, losses  # noqa: E402,F401
 
 # TensorBoard summaries and event files (tf.summary), with the names used before TF 0.12
 from pygrad import summary  # noqa: E402
-from pygrad.messages import Event, HistogramProto, SessionLog, Summary, SummaryMetadata  # noqa: E402,F401
 from pygrad.ops.summary_ops import (audio_summary, histogram_summary, image_summary,  # noqa: E402,F401
                                     merge_all_summaries, merge_summary, scalar_summary)
 train.SummaryWriter = summary.FileWriter
@@ -186,18 +185,16 @@ compat.v1 = _sys.modules[__name__]
 set_num_threads(int(_os.environ.get("PYGRAD_NUM_THREADS", _os.environ.get("OMP_NUM_THREADS", _os.cpu_count() or 1))))
 _check_registry()
 from pygrad.importer import import_graph_def  # noqa: E402,F401
+from pygrad import proto as _proto  # noqa: E402
 
-
-def __getattr__(name):
-    """tf.GraphDef, tf.NodeDef, tf.AttrValue: TF's messages (pygrad/tf_protos.py), built on first use."""
-    if name in ("GraphDef", "NodeDef", "AttrValue"):
-        from pygrad import tf_protos
-        return getattr(tf_protos, name)
-    raise AttributeError(f"module 'pygrad' has no attribute '{name}'")
+# TF's messages (pygrad/tf_protos.py): tf.GraphDef, tf.Summary, ..., built on first use, not by `import pygrad`
+_MESSAGES = ("GraphDef", "NodeDef", "AttrValue", "Event", "HistogramProto", "LogMessage", "SessionLog", "Summary",
+             "SummaryMetadata")
+__getattr__ = _proto.lazy_messages(__name__, _MESSAGES)
 
 
 def __dir__():
-    return sorted([*globals(), "GraphDef", "NodeDef", "AttrValue"])
+    return sorted([*globals(), *_MESSAGES])
 
 
 __version__ = "0.1.0"

@@ -22,10 +22,9 @@ picture only.
 """
 import numpy as np
 
+from pygrad import messages
 from pygrad.dtypes import DType, as_dtype, int32
-from pygrad.graph import reachable
 from pygrad.graph_def_compose import COMPOSE
-from pygrad.messages import DATA_TYPE
 from pygrad.shapes import TensorShape
 
 # The GraphDef version TensorFlow 1.15 writes (core/public/version.h: TF_GRAPH_DEF_VERSION).
@@ -106,54 +105,73 @@ def _reads_before_writes(ops):
     an Assign, which may be its initializer) waits (a control input) for each reader of it that it
     neither feeds nor depends on and that can run whenever it does: a stateless op whose other
     inputs are constants or what the writer depends on."""
-    preds = {op: [t.op for t in op.inputs] + list(op.control_inputs) for op in ops}
+    index = {op: i for i, op in enumerate(ops)}
+    preds = {op: [p for p in (*(t.op for t in op.inputs), *op.control_inputs) if p in index] for op in ops}
     succ = {op: [] for op in ops}
-    readers = {}
     for op in ops:
         for p in preds[op]:
-            if p in succ:
-                succ[p].append(op)
+            succ[p].append(op)
+    before, after = _closure(_topological(ops, preds), preds, index), _closure(_topological(ops, succ), succ, index)
+    readers = {}
+    for op in ops:
         for t in op.inputs:
             if t.op.type == "VariableV2":
                 readers.setdefault(t.op, []).append(op)
+
+    def precedes(a, b):
+        return a in index and before[b] >> index[a] & 1
+
     order = {}
     for w in ops:
         if w.opdef.ref_input is None or not w.opdef.reads_ref:  # an Assign may be the initializer
             continue
         var = w.inputs[w.opdef.ref_input].op
-        before = reachable(preds[w], lambda op: preds.get(op, ()))
-        after = reachable(succ[w], succ.__getitem__)
-        order[w] = [r for r in readers.get(var, ()) if r is not w and r not in before and r not in after
+        order[w] = [r for r in readers.get(var, ()) if r is not w and not precedes(r, w) and not precedes(w, r)
                     and r.opdef.ref_input is None and r.opdef.host_stage is None
-                    and all(t.op in before or t.op is var or t.op.type == "Const" for t in r.inputs)]
+                    and all(precedes(t.op, w) or t.op is var or t.op.type == "Const" for t in r.inputs)]
     return order
+
+
+def _topological(ops, preds):
+    """ops ordered so that each comes after its preds (depth first, iterative)."""
+    order, done, stack = [], set(), [(op, False) for op in reversed(ops)]
+    while stack:
+        op, expanded = stack.pop()
+        if expanded:
+            order.append(op)
+        elif op not in done:
+            done.add(op)
+            stack.append((op, True))
+            stack.extend((p, False) for p in preds[op] if p not in done)
+    return order
+
+
+def _closure(order, preds, index):
+    """{op: the bit set (bit index[p]) of every op it reaches through preds}, in one pass over order."""
+    bits = {}
+    for op in order:
+        b = 0
+        for p in preds[op]:
+            b |= bits[p] | 1 << index[p]
+        bits[op] = b
+    return bits
 
 
 # ---------------------------------------------------------------- attribute values
 
 
 def shape_proto(shape, message):
-    """Fills a TensorShapeProto message from a TensorShape or a list of dims (None: unknown)."""
+    """Fills a TensorShapeProto message (messages.shape_proto's bytes) from a TensorShape or a
+    list of dims (None: unknown)."""
     shape = shape if isinstance(shape, TensorShape) else TensorShape(shape)
     message.SetInParent()  # a scalar's shape is an empty message, present
-    if shape.dims is None:
-        message.unknown_rank = True
-    for d in shape.dims or ():
-        message.dim.add(size=-1 if d is None else int(d))
+    message.MergeFromString(messages.shape_proto(None if shape.dims is None else shape.as_list()).SerializeToString())
     return message
 
 
 def tensor_proto(value, dtype, message):
-    """Fills a TensorProto message with a NumPy value as TF's Tensor::AsProtoTensorContent writes
-    it: strings in string_val, other dtypes as their little-endian bytes in tensor_content."""
-    value = np.asarray(value)
-    name = as_dtype(dtype).name
-    message.dtype = DATA_TYPE[name]
-    shape_proto(list(value.shape), message.tensor_shape)
-    if name == "string":
-        message.string_val.extend(v if isinstance(v, bytes) else str(v).encode("utf-8") for v in value.reshape(-1))
-    elif value.size:
-        message.tensor_content = value.astype(np.dtype(name).newbyteorder("<")).tobytes()
+    """Fills a TensorProto message (messages.tensor_proto's bytes) with a NumPy value of dtype."""
+    message.MergeFromString(messages.tensor_proto(np.asarray(value), as_dtype(dtype).name).SerializeToString())
     return message
 
 
@@ -170,7 +188,7 @@ def _field(value):
     if isinstance(value, bytes):
         return "s", value
     if isinstance(value, DType):
-        return "type", DATA_TYPE[value.name]
+        return "type", messages.DATA_TYPE[value.name]
     if isinstance(value, TensorShape):
         return "shape", value
     if isinstance(value, np.ndarray):

@@ -10,9 +10,13 @@ half-imported stays in the default graph.
 """
 import numpy as np
 
-from pygrad import errors, nn
-from pygrad.graph import get_default_graph
-from pygrad.ops import array_ops, manip_ops, math_ops, reduction_ops, sequence_ops, slice_ops
+from pygrad import dtypes, errors
+from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph
+from pygrad.import_control_flow import CONTROL_FLOW_TYPES, Analysis, lift_cond, lift_while, split
+from pygrad.import_ops import builder
+from pygrad.ops import array_ops
+from pygrad.ops.tensor_array_ops import TensorArray
+from pygrad.ops.shape_exprs import shape_expr
 
 _NP = {1: np.float32, 2: np.float64, 3: np.int32, 4: np.uint8, 5: np.int16, 6: np.int8, 7: np.object_,
        9: np.int64, 10: np.bool_, 17: np.uint16, 19: np.float16}
@@ -36,81 +40,96 @@ def tensor_value(t):
     return np.array(values, dtype=dtype).reshape(shape)
 
 
-def _attr(node, key, default=None):
-    if key not in node.attr:
-        return default
-    a = node.attr[key]
+def attr_value(a):
+    """The Python value of an AttrValue: str, int, float, bool, DType, a shape's dims (None where
+    unknown; None for an unknown rank), a NumPy array, or a list of those."""
     kind = a.WhichOneof("value")
     if kind == "list":
-        return [v.decode() for v in a.list.s] if a.list.s else list(a.list.i)
+        lst = a.list
+        for field in ("s", "i", "f", "b", "type", "shape", "tensor"):
+            if len(getattr(lst, field)):
+                return [_scalar(field, v) for v in getattr(lst, field)]
+        return []
+    return None if kind is None else _scalar(kind, getattr(a, kind))
+
+
+def _scalar(kind, v):
     if kind == "s":
-        return a.s.decode()
+        return v.decode()
+    if kind == "type":
+        return dtypes.as_dtype(np.dtype(_NP[v]).name if v != 7 else "string")
     if kind == "shape":
-        return None if a.shape.unknown_rank else [None if d.size < 0 else d.size for d in a.shape.dim]
+        return None if v.unknown_rank else [None if d.size < 0 else d.size for d in v.dim]
     if kind == "tensor":
-        return tensor_value(a.tensor)
-    return getattr(a, kind) if kind else default
+        return tensor_value(v)
+    return v
 
 
-def _dtype(node, key):
-    return np.dtype(_NP[node.attr[key].type]).name
+class NodeBuild:
+    """What a builder of import_ops sees of one NodeDef: its name (with the import prefix), its
+    input tensors x, and its attributes and constant inputs as Python values."""
+
+    def __init__(self, node, name, x):
+        self.node, self.name, self.x = node, name, x
+
+    def attr(self, key, default=None):
+        return attr_value(self.node.attr[key]) if key in self.node.attr else default
+
+    def dtype(self, key):
+        return self.attr(key)
+
+    def error(self, message, cls=ValueError):
+        return cls(f"import_graph_def: node '{self.node.name}' ({self.node.op}): {message}")
+
+    def unimplemented(self, message):
+        return errors.UnimplementedError(None, None, f"import_graph_def: node '{self.node.name}' ({self.node.op}): "
+                                         f"{message}")
+
+    def value(self, k):
+        """The value of input k, which pygrad needs when the graph is built (an axis, a
+        permutation): a constant, or computed now from constants."""
+        t = self.x[k]
+        while t.op.type in ("Identity", "StopGradient") and t.op.inputs:
+            t = t.op.inputs[0]
+        if t.op.type == "Const":
+            return np.asarray(t.op.attrs["value"])
+        dims = self.shape_arg_dims(k) if t.dtype.is_integer and t.shape.ndims in (0, 1) else None
+        if dims is not None and not any(isinstance(d, tuple) for d in dims):  # sizes the graph knows
+            return np.array(dims[0] if t.shape.ndims == 0 else dims, t.dtype.np)
+        return _fold(t, self, k)
+
+    def ints(self, k):
+        return np.asarray(self.value(k)).astype(np.int64)
+
+    def shape_arg_dims(self, k):
+        """Input k's dims as shape_expr reads them, a (tensor, axis) for each size the graph does not
+        know; None if it is no such expression."""
+        t = self.x[k]
+        expr = shape_expr([t] if t.shape.ndims == 0 else t)
+        return None if expr is None else [(expr[1][d[0]], d[1]) if isinstance(d, tuple) else d for d in expr[0]]
+
+    def shape_arg(self, k):
+        """Input k as a shape argument: the tensor itself where pygrad reads it as sizes of other
+        tensors' shapes (tf.shape(x)[0]), else its value."""
+        t = self.x[k]
+        expr = shape_expr(t)
+        if expr is not None:
+            return t if any(isinstance(d, tuple) for d in expr[0]) else [int(d) for d in expr[0]]
+        return self.ints(k).tolist()
 
 
-def _fmt(n):
-    return _attr(n, "data_format", "NHWC")
+def _fold(t, b, k):
+    """t's value, computed by a run of the graph so far with no feeds, for an input that pygrad
+    takes as a static value; an error naming the node if it depends on a feed or a variable."""
+    from pygrad.session import Session
 
-
-def _batch_norm(n, x, scale, offset, mean, var):
-    if _attr(n, "is_training", True):
-        raise errors.UnimplementedError(None, None, f"{n.name}: {n.op} with is_training true (import inference graphs)")
-    y = (x - mean) * math_ops.rsqrt(var + _attr(n, "epsilon", 1e-4)) * scale + offset
-    return [y, mean, var]
-
-
-# TF op type -> fn(node, input tensors, const values of inputs) -> output tensor or list of outputs.
-_BUILD = {
-    "Identity": lambda n, x, c: array_ops.identity(x[0], name=n.name),
-    "Relu": lambda n, x, c: nn.relu(x[0], name=n.name),
-    "Relu6": lambda n, x, c: nn.relu6(x[0], name=n.name),
-    "Softmax": lambda n, x, c: nn.softmax(x[0], name=n.name),
-    "Rsqrt": lambda n, x, c: math_ops.rsqrt(x[0], name=n.name),
-    "BiasAdd": lambda n, x, c: nn.bias_add(x[0], x[1], data_format=_fmt(n), name=n.name),
-    "Add": lambda n, x, c: math_ops.add(x[0], x[1], name=n.name),
-    "AddV2": lambda n, x, c: math_ops.add(x[0], x[1], name=n.name),
-    "Sub": lambda n, x, c: math_ops.subtract(x[0], x[1], name=n.name),
-    "Mul": lambda n, x, c: math_ops.multiply(x[0], x[1], name=n.name),
-    "RealDiv": lambda n, x, c: math_ops.realdiv(x[0], x[1], name=n.name),
-    "MatMul": lambda n, x, c: math_ops.matmul(x[0], x[1], transpose_a=_attr(n, "transpose_a", False),
-                                              transpose_b=_attr(n, "transpose_b", False), name=n.name),
-    "Conv2D": lambda n, x, c: nn.conv2d(x[0], x[1], strides=_attr(n, "strides"), padding=_attr(n, "padding"),
-                                        data_format=_fmt(n), dilations=_attr(n, "dilations", [1, 1, 1, 1]),
-                                        name=n.name),
-    "DepthwiseConv2dNative": lambda n, x, c: nn.depthwise_conv2d_native(
-        x[0], x[1], strides=_attr(n, "strides"), padding=_attr(n, "padding"), data_format=_fmt(n),
-        dilations=_attr(n, "dilations", [1, 1, 1, 1]), name=n.name),
-    "MaxPool": lambda n, x, c: nn.max_pool(x[0], ksize=_attr(n, "ksize"), strides=_attr(n, "strides"),
-                                           padding=_attr(n, "padding"), data_format=_fmt(n), name=n.name),
-    "AvgPool": lambda n, x, c: nn.avg_pool(x[0], ksize=_attr(n, "ksize"), strides=_attr(n, "strides"),
-                                           padding=_attr(n, "padding"), data_format=_fmt(n), name=n.name),
-    "Reshape": lambda n, x, c: array_ops.reshape(x[0], [int(d) for d in c(1)], name=n.name),
-    "Squeeze": lambda n, x, c: array_ops.squeeze(x[0], axis=_attr(n, "squeeze_dims") or None, name=n.name),
-    "Mean": lambda n, x, c: reduction_ops.reduce_mean(x[0], axis=[int(a) for a in np.ravel(c(1))],
-                                                      keepdims=_attr(n, "keep_dims", False), name=n.name),
-    "ArgMax": lambda n, x, c: reduction_ops.argmax(x[0], axis=int(c(1)), output_type=_dtype(n, "output_type"),
-                                                   name=n.name),
-    "ConcatV2": lambda n, x, c: manip_ops.concat(x[:-1], int(c(len(x) - 1)), name=n.name),
-    "Pack": lambda n, x, c: manip_ops.stack(x, axis=_attr(n, "axis", 0), name=n.name),
-    "Pad": lambda n, x, c: sequence_ops.pad(x[0], c(1).tolist(), name=n.name),
-    "Shape": lambda n, x, c: array_ops.shape(x[0], out_type=_dtype(n, "out_type"), name=n.name),
-    "StridedSlice": lambda n, x, c: slice_ops.strided_slice(
-        x[0], c(1).tolist(), c(2).tolist(), c(3).tolist(), begin_mask=_attr(n, "begin_mask", 0),
-        end_mask=_attr(n, "end_mask", 0), ellipsis_mask=_attr(n, "ellipsis_mask", 0),
-        new_axis_mask=_attr(n, "new_axis_mask", 0), shrink_axis_mask=_attr(n, "shrink_axis_mask", 0), name=n.name),
-    "FusedBatchNorm": lambda n, x, c: _batch_norm(n, *x[:5]),
-    "FusedBatchNormV3": lambda n, x, c: _batch_norm(n, *x[:5]),
-    "Placeholder": lambda n, x, c: array_ops.placeholder(_dtype(n, "dtype"), shape=_attr(n, "shape"), name=n.name),
-    "Const": lambda n, x, c: array_ops.constant(tensor_value(n.attr["value"].tensor), name=n.name),
-}
+    with Session(graph=t.graph) as sess:
+        try:
+            return np.asarray(sess.run(t))
+        except (errors.OpError, ValueError, TypeError) as e:
+            raise b.unimplemented(f"input {k} ('{b.node.input[k]}') must be known when the graph is built (pygrad "
+                                  f"takes it as a static value), but computing it failed: "
+                                  f"{str(e).splitlines()[0]}") from None
 
 
 def parse_graph_def(data, what="GraphDef"):
@@ -126,55 +145,152 @@ def parse_graph_def(data, what="GraphDef"):
     return graph_def
 
 
-def _const(node, source):
-    """The value of source, a Const input of node that pygrad takes as an attribute."""
-    if source.op != "Const":
-        raise errors.UnimplementedError(None, None, f"{node.name} ({node.op}): input '{source.name}' is a "
-                                        f"{source.op}, not a Const (pygrad takes it as a static value)")
-    return tensor_value(source.attr["value"].tensor)
+class _Import:
+    """One import_graph_def call: the GraphDef's analysis, the name prefix and the input_map."""
+
+    def __init__(self, graph_def, prefix, input_map):
+        self.analysis = Analysis(list(graph_def.node))
+        self.prefix, self.input_map = prefix, input_map
+        a = self.analysis
+        self.cond_merges = [n.name for n in a.order if n.op == "Merge" and n.name in a.predicate]
 
 
-def _split(name):
-    """(node, output index, control) of an input or tensor name."""
-    control = name.startswith("^")
-    node, _, index = name.lstrip("^").partition(":")
-    return node, int(index or 0), control
+class Scope:
+    """Builds the nodes of one region of the graph (import_control_flow: the top level, a side of a
+    cond, a loop's condition or body); values of enclosing regions come from the parent scope, and
+    subst gives the region's own inputs (a loop's variables)."""
 
+    def __init__(self, imp, parent, tags, frame, subst=None):
+        self.imp, self.analysis, self.prefix = imp, imp.analysis, imp.prefix
+        self.parent, self.tags, self.frame, self.subst = parent, tags, frame, subst or {}
+        self.values, self.ops = {}, {}
 
-def _order(nodes):
-    """The nodes in topological order (TF's GraphDef may list them in any order)."""
-    by_name = {n.name: n for n in nodes}
-    done, out = set(), []
-    for root in nodes:
-        stack = [(root, False)]
+    def child(self, tags, frame, subst=None):
+        return Scope(self.imp, self, tags, frame, subst)
+
+    def owns(self, node, k=0):
+        a = self.analysis
+        return (node, k) not in self.subst and a.frame[node] == self.frame and a.tag(node, k) == self.tags
+
+    def owned_merges(self, predicate):
+        return [m for m in self.imp.cond_merges if self.analysis.predicate[m] == predicate and self.owns(m)]
+
+    def set(self, node, outputs):
+        self.values[node] = outputs
+        self.ops[node] = next((t.op for t in outputs if isinstance(t, Tensor)), None)
+
+    def tensor(self, name):
+        """The value of the tensor name ("node:k") in this region."""
+        node, k, _ = split(name)
+        if (node, k) in self.subst:
+            return self.subst[(node, k)]
+        if self.parent is None and f"{node}:{k}" in self.imp.input_map:
+            return self.imp.input_map[f"{node}:{k}"]
+        if not self.owns(node, k):
+            if self.parent is None:
+                raise errors.UnimplementedError(None, None, f"import_graph_def: '{name}' is a value of a cond branch "
+                                                f"or a loop that is used outside it")
+            return self.parent.tensor(name)
+        self.build(node)
+        return self.values[node][k]
+
+    def prefetch(self, names):
+        """Builds now, in this region, every value of this or an enclosing region that the nodes of a
+        region inside it (a cond's sides, a loop) read from names backwards, so that none is first
+        built inside the inner region's function (it would belong to that region)."""
+        a, seen, stack = self.analysis, set(), list(names)
         while stack:
-            n, expanded = stack.pop()
-            if n.name in done:
+            node, k, control = split(stack.pop())
+            if (node, k, control) in seen:
+                continue
+            seen.add((node, k, control))
+            tags = a.tag(node, k)
+            if (node, k) in self.subst or a.frame[node] == self.frame and tags <= self.tags:
+                self.op(node) if control else self.tensor(f"{node}:{k}")
+            else:
+                stack.extend(a.by_name[node].input)
+
+    def op(self, node):
+        if not self.owns(node):
+            return self.parent.op(node) if self.parent is not None else None
+        self.build(node)
+        return self.ops[node]
+
+    def build(self, target):
+        """Builds target and the nodes of this region it needs, in topological order."""
+        a, todo, seen = self.analysis, [], set()
+        stack = [(target, False)]
+        while stack:
+            name, expanded = stack.pop()
+            if name in self.values or name in seen and not expanded:
                 continue
             if expanded:
-                done.add(n.name)
-                out.append(n)
+                todo.append(name)
                 continue
-            stack.append((n, True))
-            stack.extend((by_name[_split(i)[0]], False) for i in n.input if _split(i)[0] not in done)
-    return out
+            seen.add(name)
+            stack.append((name, True))
+            node = a.by_name[name]
+            if node.op not in ("Merge", "Exit", "RefExit", "Switch", "RefSwitch", "Enter", "RefEnter"):
+                stack.extend((i, False) for i in (split(i)[0] for i in node.input)
+                             if self.owns(i, 0) and i not in self.values)
+        for name in todo:
+            if name not in self.values:
+                self._build_node(a.by_name[name])
+
+    def _build_node(self, n):
+        a = self.analysis
+        if n.op in ("Switch", "RefSwitch"):
+            x = self.tensor(n.input[0]) if n.name in a.predicate else None
+            return self.set(n.name, [x, x]) if x is not None else None
+        if n.op == "Merge" and n.name in a.predicate:
+            return lift_cond(self, n.name)
+        if n.op in ("Exit", "RefExit"):
+            return lift_while(self, a.frame[split(n.input[0])[0]])
+        if n.op in ("Enter", "RefEnter"):
+            return self.set(n.name, [self.tensor(n.input[0])])
+        if n.op == "Merge":
+            raise errors.UnimplementedError(None, None, f"import_graph_def: loop Merge '{n.name}' outside its loop")
+        x = [self.tensor(i) for i in n.input if not i.startswith("^")]
+        if n.op == "Identity" and isinstance(x[0], TensorArray):  # a loop's TensorArray variable
+            return self.set(n.name, x)
+        b = NodeBuild(n, self.prefix + n.name, x)
+        graph = get_default_graph()
+        controls = [c for c in (self.op(split(i)[0]) for i in n.input if i.startswith("^")) if c is not None]
+        with graph.control_dependencies(controls):
+            result = builder(n.op)(b)
+        outputs, op = _named(result, b.name)
+        self.values[n.name], self.ops[n.name] = outputs, op
 
 
 def _check(graph_def, input_map):
     nodes = {n.name: n for n in graph_def.node}
     unsupported = {}
     for n in graph_def.node:
-        if n.op not in _BUILD:
+        if builder(n.op) is None and n.op not in CONTROL_FLOW_TYPES:
             unsupported.setdefault(n.op, n.name)
         for i in n.input:
-            if _split(i)[0] not in nodes:
+            if split(i)[0] not in nodes:
                 raise ValueError(f"Node '{n.name}': Unknown input node '{i}'")
     if unsupported:
         listed = ", ".join(f"{op} (node '{name}')" for op, name in sorted(unsupported.items()))
         raise errors.UnimplementedError(None, None, f"import_graph_def: op types pygrad does not run: {listed}")
-    missing = [k for k in input_map if _split(k)[0] not in nodes]
+    missing = [k for k in input_map if split(k)[0] not in nodes]
     if missing:
         raise ValueError(f"Attempted to map inputs that were not found in graph_def: [{', '.join(sorted(missing))}]")
+
+
+def _named(result, name):
+    """(outputs, op) of a builder's result (a tensor, a list of them, a TensorArray or an op), with
+    the node's name: an Identity of that name where the op that computes output 0 has another."""
+    if isinstance(result, Operation):
+        return [], result
+    result = list(result) if isinstance(result, (list, tuple)) else [result]
+    result = [r.value() if isinstance(r, TensorLike) and not isinstance(r, Tensor) else r for r in result]
+    if isinstance(result[0], TensorArray):
+        return result, None
+    if result[0].op.name != name:
+        result[0] = array_ops.identity(result[0], name=name)
+    return result, result[0].op
 
 
 def import_graph_def(graph_def, input_map=None, return_elements=None, name=None, op_dict=None,
@@ -189,28 +305,17 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     graph = get_default_graph()
     prefix = "import" if name is None else name
     prefix = graph.unique_name(prefix) + "/" if prefix else ""
-    outputs, ops, by_name = {}, {}, {n.name: n for n in graph_def.node}
     with graph.rollback_on_error():
-        for n in _order(list(graph_def.node)):
-            inputs = [i for i in n.input if not i.startswith("^")]
-            tensors = [input_map[f"{a}:{k}"] if f"{a}:{k}" in input_map else outputs[a][k]
-                       for a, k, _ in map(_split, inputs)]
-            const = lambda k, n=n, inputs=inputs: _const(n, by_name[_split(inputs[k])[0]])  # noqa: E731
-            node = type(n)()
-            node.CopyFrom(n)
-            node.name = prefix + n.name
-            with graph.control_dependencies([ops[_split(i)[0]] for i in n.input if i.startswith("^")]):
-                result = _BUILD[n.op](node, tensors, const)
-            result = result if isinstance(result, list) else [result]
-            if result[0].op.name != node.name:
-                result[0] = array_ops.identity(result[0], name=node.name)
-            outputs[n.name], ops[n.name] = result, result[0].op
+        top = Scope(_Import(graph_def, prefix, input_map), None, frozenset(), None)
+        for n in top.analysis.order:
+            if top.owns(n.name):
+                top.build(n.name)
     if return_elements is None:
         return None
     out = []
     for e in return_elements:
-        a, k, _ = _split(e)
-        if a not in ops:
+        a, k, _ = split(e)
+        if a not in top.values:
             raise ValueError(f"Requested return_element '{e}' not found in graph_def.")
-        out.append(outputs[a][k] if ":" in e else ops[a])
+        out.append(top.values[a][k] if ":" in e else top.ops[a])
     return out

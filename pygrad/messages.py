@@ -6,13 +6,13 @@ library writes, so the bytes equal TensorFlow's: fields in number order; proto3 
 when zero or empty; numeric repeated fields packed; messages written when set; and a field of a
 oneof (``ONEOF`` below) written whenever it is set, zero included::
 
-    Summary(value=[Summary.Value(tag="loss", simple_value=0.5)]).SerializeToString()
-    Summary.FromString(data).value[0].simple_value
+    TensorProto(dtype=1, float_val=[0.5]).SerializeToString()
+    TensorProto.FromString(data).float_val
 
-Unknown fields are skipped when parsing, as protobuf does. (A graph's messages are TF's own on the
-protobuf runtime: pygrad/tf_protos.py.) The field numbers are those of
-``tensorflow/core/framework/{summary,tensor,tensor_shape}.proto`` and
-``tensorflow/core/util/event.proto``.
+Unknown fields are skipped when parsing, as protobuf does. The field numbers are those of
+``tensorflow/core/framework/{tensor,tensor_shape}.proto``. What is left here is the tensor
+summary's tensor_proto and DATA_TYPE (pygrad/graph_def.py's dtype numbers); TF's messages on the
+protobuf runtime (graphs, events, summaries) are in pygrad/tf_protos.py.
 """
 import struct
 
@@ -166,69 +166,6 @@ class TensorProto(Message):
               ("tensor_content", 4, "bytes"), ("float_val", 5, ["float"]), ("double_val", 6, ["double"]),
               ("int_val", 7, ["int32"]), ("string_val", 8, ["bytes"]), ("int64_val", 10, ["int64"]),
               ("bool_val", 11, ["bool"]), ("half_val", 13, ["int32"]))
-
-
-# ---------------------------------------------------------------- summary.proto
-
-
-class HistogramProto(Message):
-    FIELDS = (("min", 1, "double"), ("max", 2, "double"), ("num", 3, "double"), ("sum", 4, "double"),
-              ("sum_squares", 5, "double"), ("bucket_limit", 6, ["double"]), ("bucket", 7, ["double"]))
-
-
-class SummaryMetadata(Message):
-    class PluginData(Message):
-        FIELDS = (("plugin_name", 1, "string"), ("content", 2, "bytes"))
-
-    FIELDS = (("plugin_data", 1, PluginData), ("display_name", 2, "string"), ("summary_description", 3, "string"),
-              ("data_class", 4, "enum"))
-
-
-class Summary(Message):
-    class Image(Message):
-        FIELDS = (("height", 1, "int32"), ("width", 2, "int32"), ("colorspace", 3, "int32"),
-                  ("encoded_image_string", 4, "bytes"))
-
-    class Audio(Message):
-        FIELDS = (("sample_rate", 1, "float"), ("num_channels", 2, "int64"), ("length_frames", 3, "int64"),
-                  ("encoded_audio_string", 4, "bytes"), ("content_type", 5, "string"))
-
-    class Value(Message):
-        pass
-
-    FIELDS = ()
-
-
-Summary.Value.FIELDS = (
-    ("node_name", 7, "string"), ("tag", 1, "string"), ("metadata", 9, SummaryMetadata),
-    ("simple_value", 2, ONEOF("float")), ("obsolete_old_style_histogram", 3, ONEOF("bytes")),
-    ("image", 4, Summary.Image), ("histo", 5, HistogramProto), ("audio", 6, Summary.Audio),
-    ("tensor", 8, TensorProto))
-Summary.FIELDS = (("value", 1, [Summary.Value]),)
-
-
-# ---------------------------------------------------------------- event.proto
-
-
-class LogMessage(Message):
-    UNKNOWN, DEBUGGING, INFO, WARN, ERROR, FATAL = 0, 10, 20, 30, 40, 50
-    FIELDS = (("level", 1, "enum"), ("message", 2, "string"))
-
-
-class SessionLog(Message):
-    STATUS_UNSPECIFIED, START, STOP, CHECKPOINT = 0, 1, 2, 3
-    FIELDS = (("status", 1, "enum"), ("checkpoint_path", 2, "string"), ("msg", 3, "string"))
-
-
-class TaggedRunMetadata(Message):
-    FIELDS = (("tag", 1, "string"), ("run_metadata", 2, "bytes"))
-
-
-class Event(Message):
-    FIELDS = (("wall_time", 1, "double"), ("step", 2, "int64"), ("file_version", 3, ONEOF("string")),
-              ("graph_def", 4, ONEOF("bytes")), ("summary", 5, Summary), ("log_message", 6, LogMessage),
-              ("session_log", 7, SessionLog), ("tagged_run_metadata", 8, TaggedRunMetadata),
-              ("meta_graph_def", 9, ONEOF("bytes")))
 
 
 # ---------------------------------------------------------------- values as TensorProto

@@ -1,8 +1,9 @@
 """Protocol-buffer wire format and CRC-32C: what TensorFlow's file formats are made of.
 
-Checkpoint bundles (``.index`` entries are ``BundleEntryProto`` messages), event files
-(``Event``/``Summary`` messages in TFRecords) and graph definitions are protocol buffers; this
-module writes and reads their wire format directly, so none of them needs the protobuf package.
+Checkpoint bundles (``.index`` entries are ``BundleEntryProto`` messages) and graph definitions
+are protocol buffers; this module writes and reads their wire format directly, so none of them
+needs the protobuf package. (The messages declared on the protobuf runtime, pygrad/tf_protos.py,
+are built on first use: ``lazy_messages`` below names them in a module.)
 A message is built as the concatenation of its encoded fields::
 
     entry = field_varint(1, dtype_enum) + field_bytes(2, shape_proto) + field_fixed32(5, crc)
@@ -126,3 +127,14 @@ def fields(buf):
         else:
             raise ValueError(f"unsupported wire type {wire_type} in field {number}")
         yield number, wire_type, value
+
+
+def lazy_messages(module_name, names):
+    """A module's ``__getattr__`` giving pygrad/tf_protos.py's messages of names: the messages are
+    built by the first of them asked for, not by the import of the module."""
+    def __getattr__(name):  # noqa: N807
+        if name in names:
+            from pygrad import tf_protos
+            return getattr(tf_protos, name)
+        raise AttributeError(f"module '{module_name}' has no attribute '{name}'")
+    return __getattr__

@@ -1,8 +1,10 @@
-"""TensorFlow's graph messages on the protobuf runtime: GraphDef, NodeDef, AttrValue (with its
+"""TensorFlow's messages on the protobuf runtime: GraphDef, NodeDef, AttrValue (with its
 ListValue and NameAttrList), TensorProto, TensorShapeProto, VersionDef and the DataType enum
 (tensorflow/core/framework/*.proto); MetaGraphDef, CollectionDef, SignatureDef, TensorInfo,
 AssetFileDef, SaverDef and SavedModel (core/protobuf/{meta_graph,saver,saved_model}.proto);
-VariableDef and SaveSliceInfoDef (framework/variable.proto). They have TF's package
+VariableDef and SaveSliceInfoDef (framework/variable.proto); the event file's Event, Summary,
+SummaryMetadata, SummaryDescription, HistogramProto, SessionLog, LogMessage and TaggedRunMetadata
+(core/util/event.proto, framework/summary.proto). They have TF's package
 (`tensorflow`), names and field numbers, so what they parse and serialize is TF's bytes. What is
 left out here (the insides of a TensorProto's resource handles and variants, of a GraphDef's
 function library, of a MetaGraphDef's stripped op list, Any and object graph) parses as unknown
@@ -25,7 +27,8 @@ DATA_TYPES = ["DT_INVALID", "DT_FLOAT", "DT_DOUBLE", "DT_INT32", "DT_UINT8", "DT
               "DT_UINT32", "DT_UINT64"]
 
 # message: [(field, number, type, "repeated"/"oneof"/"" ), ...]; a type in _TYPES is a scalar,
-# "map:X" a map<string, X>, anything else a message or the DataType enum.
+# "map:X" a map<string, X>, anything else a message or an enum (DataType or one of _ENUMS). A
+# message's oneof is named "value", or NAME where its fields say "oneof:NAME".
 _MESSAGES = {
     "TensorShapeProto": [("dim", 2, "TensorShapeProto.Dim", "repeated"), ("unknown_rank", 3, "bool", "")],
     "TensorShapeProto.Dim": [("size", 1, "int64", ""), ("name", 2, "string", "")],
@@ -66,18 +69,18 @@ _MESSAGES = {
                                  ("tensorflow_version", 5, "string", ""), ("tensorflow_git_version", 6, "string", ""),
                                  ("stripped_default_attrs", 7, "bool", ""),
                                  ("function_aliases", 8, "map:string", "")],
-    "CollectionDef": [("node_list", 1, "CollectionDef.NodeList", "oneof"),
-                      ("bytes_list", 2, "CollectionDef.BytesList", "oneof"),
-                      ("int64_list", 3, "CollectionDef.Int64List", "oneof"),
-                      ("float_list", 4, "CollectionDef.FloatList", "oneof"),
-                      ("any_list", 5, "CollectionDef.AnyList", "oneof")],
+    "CollectionDef": [("node_list", 1, "CollectionDef.NodeList", "oneof:kind"),
+                      ("bytes_list", 2, "CollectionDef.BytesList", "oneof:kind"),
+                      ("int64_list", 3, "CollectionDef.Int64List", "oneof:kind"),
+                      ("float_list", 4, "CollectionDef.FloatList", "oneof:kind"),
+                      ("any_list", 5, "CollectionDef.AnyList", "oneof:kind")],
     "CollectionDef.NodeList": [("value", 1, "string", "repeated")],
     "CollectionDef.BytesList": [("value", 1, "bytes", "repeated")],
     "CollectionDef.Int64List": [("value", 1, "int64", "repeated")],
     "CollectionDef.FloatList": [("value", 1, "float", "repeated")],
     "CollectionDef.AnyList": [("value", 1, "Any", "repeated")],
-    "TensorInfo": [("name", 1, "string", "oneof"), ("coo_sparse", 4, "TensorInfo.CooSparse", "oneof"),
-                   ("composite_tensor", 5, "TensorInfo.CompositeTensor", "oneof"), ("dtype", 2, "DataType", ""),
+    "TensorInfo": [("name", 1, "string", "oneof:encoding"), ("coo_sparse", 4, "TensorInfo.CooSparse", "oneof:encoding"),
+                   ("composite_tensor", 5, "TensorInfo.CompositeTensor", "oneof:encoding"), ("dtype", 2, "DataType", ""),
                    ("tensor_shape", 3, "TensorShapeProto", "")],
     "TensorInfo.CooSparse": [("values_tensor_name", 1, "string", ""), ("indices_tensor_name", 2, "string", ""),
                              ("dense_shape_tensor_name", 3, "string", "")],
@@ -96,6 +99,42 @@ _MESSAGES = {
                     ("aggregation", 9, "int32", "")],
     "SaveSliceInfoDef": [("full_name", 1, "string", ""), ("full_shape", 2, "int64", "repeated"),
                          ("var_offset", 3, "int64", "repeated"), ("var_shape", 4, "int64", "repeated")],
+    # tensorflow/core/framework/summary.proto, xla/tsl/protobuf/histogram.proto, core/util/event.proto
+    "HistogramProto": [("min", 1, "double", ""), ("max", 2, "double", ""), ("num", 3, "double", ""),
+                       ("sum", 4, "double", ""), ("sum_squares", 5, "double", ""),
+                       ("bucket_limit", 6, "double", "repeated"), ("bucket", 7, "double", "repeated")],
+    "SummaryMetadata": [("plugin_data", 1, "SummaryMetadata.PluginData", ""), ("display_name", 2, "string", ""),
+                        ("summary_description", 3, "string", ""), ("data_class", 4, "DataClass", "")],
+    "SummaryMetadata.PluginData": [("plugin_name", 1, "string", ""), ("content", 2, "bytes", "")],
+    "SummaryDescription": [("type_hint", 1, "string", "")],
+    "Summary": [("value", 1, "Summary.Value", "repeated")],
+    "Summary.Image": [("height", 1, "int32", ""), ("width", 2, "int32", ""), ("colorspace", 3, "int32", ""),
+                      ("encoded_image_string", 4, "bytes", "")],
+    "Summary.Audio": [("sample_rate", 1, "float", ""), ("num_channels", 2, "int64", ""),
+                      ("length_frames", 3, "int64", ""), ("encoded_audio_string", 4, "bytes", ""),
+                      ("content_type", 5, "string", "")],
+    "Summary.Value": [("node_name", 7, "string", ""), ("tag", 1, "string", ""), ("metadata", 9, "SummaryMetadata", ""),
+                      ("simple_value", 2, "float", "oneof"), ("obsolete_old_style_histogram", 3, "bytes", "oneof"),
+                      ("image", 4, "Summary.Image", "oneof"), ("histo", 5, "HistogramProto", "oneof"),
+                      ("audio", 6, "Summary.Audio", "oneof"), ("tensor", 8, "TensorProto", "oneof")],
+    "LogMessage": [("level", 1, "LogMessage.Level", ""), ("message", 2, "string", "")],
+    "SessionLog": [("status", 1, "SessionLog.SessionStatus", ""), ("checkpoint_path", 2, "string", ""),
+                   ("msg", 3, "string", "")],
+    "TaggedRunMetadata": [("tag", 1, "string", ""), ("run_metadata", 2, "bytes", "")],
+    "SourceMetadata": [("writer", 1, "string", "")],
+    "Event": [("wall_time", 1, "double", ""), ("step", 2, "int64", ""), ("file_version", 3, "string", "oneof:what"),
+              ("graph_def", 4, "bytes", "oneof:what"), ("summary", 5, "Summary", "oneof:what"),
+              ("log_message", 6, "LogMessage", "oneof:what"), ("session_log", 7, "SessionLog", "oneof:what"),
+              ("tagged_run_metadata", 8, "TaggedRunMetadata", "oneof:what"),
+              ("meta_graph_def", 9, "bytes", "oneof:what"), ("source_metadata", 10, "SourceMetadata", "")],
+}
+
+# enum: [(value, number), ...]; one inside a message is named "Message.Enum".
+_ENUMS = {
+    "DataClass": [("DATA_CLASS_UNKNOWN", 0), ("DATA_CLASS_SCALAR", 1), ("DATA_CLASS_TENSOR", 2),
+                  ("DATA_CLASS_BLOB_SEQUENCE", 3)],
+    "LogMessage.Level": [("UNKNOWN", 0), ("DEBUGGING", 10), ("INFO", 20), ("WARN", 30), ("ERROR", 40), ("FATAL", 50)],
+    "SessionLog.SessionStatus": [("STATUS_UNSPECIFIED", 0), ("START", 1), ("STOP", 2), ("CHECKPOINT", 3)],
 }
 
 
@@ -103,7 +142,7 @@ def _field(message, full, name, number, type, kind):
     """Adds a field to message, whose name in the package is full."""
     f = message.field.add(name=name, number=number, json_name=name)
     f.label = _F.LABEL_REPEATED if kind == "repeated" or type.startswith("map:") else _F.LABEL_OPTIONAL
-    if kind == "oneof":
+    if kind.startswith("oneof"):
         f.oneof_index = 0
     if type.startswith("map:"):
         entry = message.nested_type.add(name="".join(w.capitalize() for w in name.split("_")) + "Entry")
@@ -113,11 +152,12 @@ def _field(message, full, name, number, type, kind):
         f.type, f.type_name = _F.TYPE_MESSAGE, f".tensorflow.{full}.{entry.name}"
     elif type in _TYPES:
         f.type = _TYPES[type]
-    elif type == "DataType":
-        f.type, f.type_name = _F.TYPE_ENUM, ".tensorflow.DataType"
+    elif type == "DataType" or type in _ENUMS:
+        f.type, f.type_name = _F.TYPE_ENUM, f".tensorflow.{type}"
     else:
         f.type, f.type_name = _F.TYPE_MESSAGE, f".tensorflow.{type}"
-    if kind == "repeated" and type in _TYPES and type not in ("string", "bytes") or kind == "repeated" and type == "DataType":
+    numeric = type in _TYPES and type not in ("string", "bytes") or type == "DataType" or type in _ENUMS
+    if kind == "repeated" and numeric:
         f.options.packed = True
 
 
@@ -134,10 +174,16 @@ def _file():
         parent = made.get(outer) if inner else None
         message = (parent.nested_type if parent is not None else file.message_type).add(name=inner or outer)
         made[full] = message
-        if any(kind == "oneof" for *_, kind in fields):
-            message.oneof_decl.add(name="value")
+        oneof = next((kind for *_, kind in fields if kind.startswith("oneof")), None)
+        if oneof:
+            message.oneof_decl.add(name=oneof.partition(":")[2] or "value")
         for field in fields:
             _field(message, full, *field)
+    for full, values in _ENUMS.items():
+        outer, _, inner = full.rpartition(".")
+        enum = (made[outer].enum_type if outer else file.enum_type).add(name=inner)
+        for name, number in values:
+            enum.value.add(name=name, number=number)
     return file
 
 
@@ -155,3 +201,7 @@ TensorProto, TensorShapeProto, VersionDef, NameAttrList = (_cls("TensorProto"), 
 MetaGraphDef, CollectionDef, SaverDef = _cls("MetaGraphDef"), _cls("CollectionDef"), _cls("SaverDef")
 SignatureDef, TensorInfo, AssetFileDef = _cls("SignatureDef"), _cls("TensorInfo"), _cls("AssetFileDef")
 SavedModel, VariableDef, SaveSliceInfoDef = _cls("SavedModel"), _cls("VariableDef"), _cls("SaveSliceInfoDef")
+HistogramProto, SummaryMetadata, Summary = _cls("HistogramProto"), _cls("SummaryMetadata"), _cls("Summary")
+Event, LogMessage, SessionLog = _cls("Event"), _cls("LogMessage"), _cls("SessionLog")
+TaggedRunMetadata, SourceMetadata = _cls("TaggedRunMetadata"), _cls("SourceMetadata")
+SummaryDescription = _cls("SummaryDescription")

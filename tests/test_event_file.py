@@ -69,10 +69,10 @@ def test_file_name_first_event_and_reader(tmp_path):
     assert re.fullmatch(r"events\.out\.tfevents\.\d{10}\." + re.escape(socket.gethostname()), name)
     events = list(tf.summary.summary_iterator(files[0]))
     assert events[0].file_version == "brain.Event:2" and abs(events[0].wall_time - time.time()) < 60
-    assert events[1].graph_def is not None
+    assert events[1].WhichOneof("what") == "graph_def"
     nodes = {n.name: n for n in GraphDef.FromString(events[1].graph_def).node}
     assert nodes["loss"].op == "Mean" and nodes["MatMul"].input == ["x", "w"]
-    summaries = [e for e in events if e.summary is not None]
+    summaries = [e for e in events if e.HasField("summary")]
     assert [e.step for e in summaries] == [0, 1, 2]
     # Tags are the summaries' scopes, made unique as TF does: "loss" and "w" name ops already.
     assert [v.tag for v in summaries[0].summary.value] == ["loss_1", "w_1", "x_1/image"]
@@ -198,9 +198,9 @@ def test_metadata_kept_for_the_first_value_of_a_tag_only(tmp_path):
         with tf.Session() as sess, tf.summary.FileWriter(tmp_path) as writer:
             writer.add_summary(sess.run(t), 0)
             writer.add_summary(sess.run(t), 1)
-    events = [e for e in tf.summary.summary_iterator(tf.summary.event_files(tmp_path)[0]) if e.summary]
+    events = [e for e in tf.summary.summary_iterator(tf.summary.event_files(tmp_path)[0]) if e.HasField("summary")]
     assert events[0].summary.value[0].metadata.plugin_data.plugin_name == "text"
-    assert events[1].summary.value[0].metadata is None
+    assert not events[1].summary.value[0].HasField("metadata")
 
 
 def test_tensorboard_reads_scalars_histograms_images_and_graph(tmp_path):

@@ -22,7 +22,8 @@ LAYERS = [
     ("api", ["pygrad.train", "pygrad.train.*", "pygrad.nn", "pygrad.platform", "pygrad.platform.*", "pygrad.layers", "pygrad.layers.*", "pygrad.losses",
              "pygrad.summary", "pygrad.summary.*", "pygrad.data", "pygrad.data.*", "pygrad.compat",
              "pygrad.contrib", "pygrad.contrib.*", "pygrad.rnn", "pygrad.rnn.*", "pygrad.linalg", "pygrad.math",
-             "pygrad.random", "pygrad.importer", "pygrad.examples", "pygrad.examples.*"]),
+             "pygrad.random", "pygrad.importer", "pygrad.import_ops", "pygrad.import_control_flow", "pygrad.examples",
+             "pygrad.examples.*"]),
     ("surface", ["pygrad"]),
     # Above the surface: the parameter server runs user code written on `import pygrad as tf`.
     ("distributed", ["pygrad.distributed", "pygrad.distributed.*"]),

@@ -75,24 +75,37 @@ RandomStandardNormal = _random_op("RandomStandardNormal", "normal")
 TruncatedNormal = _random_op("TruncatedNormal", "truncated_normal")
 
 
-def _draw(opdef, shape, dtype, seed):
-    """A standard draw of `shape` (a list, a TensorShape, or a Tensor whose shape to copy)."""
+def _draw(opdef, shape, dtype, seed, seeds=None, name=None):
+    """A standard draw of `shape` (a list, a TensorShape, or a Tensor whose shape to copy); seeds:
+    the op's (seed, seed2) as a GraphDef holds them (0, 0: unseeded), instead of TF1's rule on seed."""
     graph = get_default_graph()
-    seed1, seed2 = get_seed(seed)
-    seeded = graph.seed is not None or seed is not None
+    if seeds is None:
+        seed1, seed2 = get_seed(seed)
+        seeded = graph.seed is not None or seed is not None
+    else:
+        (seed1, seed2), seeded = seeds, any(seeds)
+        if not seeded:
+            seed1, seed2 = secrets.randbits(31), secrets.randbits(31)
     counter = _Counter(graph, graph.unique_name("counter"), seeded)._variable
+    name = {"name": name} if name else {}
     dtype = dtypes.as_dtype(dtype)
     if isinstance(shape, Tensor) and shape.op.type == "Shape":
-        return opdef(counter, shape.op.inputs[0], shape=None, dtype=dtype, seed=seed1, seed2=seed2)
+        return opdef(counter, shape.op.inputs[0], shape=None, dtype=dtype, seed=seed1, seed2=seed2, **name)
     expr = shape_expr(shape)
     if expr is not None and has_refs(expr[0]):  # sizes read from shapes, e.g. [tf.shape(x)[0], 10]
-        return opdef(counter, *expr[1], shape=tuple(expr[0]), dtype=dtype, seed=seed1, seed2=seed2)
+        return opdef(counter, *expr[1], shape=tuple(expr[0]), dtype=dtype, seed=seed1, seed2=seed2, **name)
     value = constant_value(shape) if isinstance(shape, Tensor) else None
     shape = as_shape(expr[0] if expr is not None else value.tolist() if value is not None else shape)
     if not shape.is_fully_defined():
         raise opdef.error(f"shape must be fully defined, tf.shape(t) or sizes read from shapes (tf.shape(t)[i]), "
                           f"got {shape}")
-    return opdef(counter, shape=shape, dtype=dtype, seed=seed1, seed2=seed2)
+    return opdef(counter, shape=shape, dtype=dtype, seed=seed1, seed2=seed2, **name)
+
+
+def draw(opdef, shape, dtype, seed, seed2, name):
+    """A draw of opdef (RandomUniform, RandomStandardNormal, TruncatedNormal) with the seeds a
+    GraphDef's node holds (what import_graph_def builds)."""
+    return _draw(opdef, shape, dtype, None, (seed, seed2), name)
 
 
 def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):

@@ -4,7 +4,7 @@ TF1 programs write `tf.zeros([tf.shape(x)[0], 10])`, `tf.reshape(x, [tf.shape(x)
 `tf.random_normal(tf.shape(mu))`: shapes computed from other tensors' shapes. A pygrad plan is built
 for concrete feed shapes, so such a shape is known then, without running anything. shape_expr
 recognises these expressions in a shape argument (Python lists of ints and scalar tensors; tf.shape,
-its elements and slices; tf.stack and tf.concat of those; constants) and turns them into dims an
+its elements, tf.strided_slice and tf.slice of it; tf.stack and tf.concat of those; constants) and turns them into dims an
 op can carry: an int, or (k, axis), the size of dimension axis of the k-th tensor in refs, which
 the op takes as a shape-only input. The op's shape rule reads them back with resolve, on static
 shapes when the graph is built (None where unknown) and on concrete ones when the plan is built.
@@ -48,6 +48,15 @@ def shape_expr(value):
                 return None
             return full[slice(None if a["begin_mask"] & 1 else a["begin"][0],
                               None if a["end_mask"] & 1 else a["end"][0], a["strides"][0])]
+        if op.type == "Slice" and op.inputs[0].op.type == "Shape" and len(op.attrs["begin"]) == 1:
+            full = dims_of(op.inputs[0].op.inputs[0])
+            if full is None:
+                return None
+            begin, size = op.attrs["begin"][0], op.attrs["size"][0]
+            return full[begin:] if size == -1 else full[begin:begin + size]
+        if op.type == "ExpandDims" and op.inputs[0].shape.ndims == 0:  # a size as a 1-element vector
+            d = scalar(op.inputs[0])
+            return None if d is None else [d]
         if op.type == "Pack" and op.attrs.get("axis", 0) == 0:
             items = [scalar(x) for x in op.inputs]
             return None if any(i is None for i in items) else items

@@ -129,6 +129,20 @@ class Variable(TensorLike):
             collections = list(collections) + [GraphKeys.TRAINABLE_VARIABLES]
         graph.add_to_collections(collections, self)
 
+    @classmethod
+    def over_new_op(cls, name, shape, dtype, trainable=True):
+        """A variable whose VariableV2 op is named name exactly, with no initializer and in no
+        collection yet (what importing a GraphDef's VariableV2 node makes; import_meta_graph then
+        sets its initializer and collections from the MetaGraphDef's VariableDef)."""
+        v = cls.__new__(cls)
+        shape = as_shape(shape)
+        if not shape.is_fully_defined():
+            raise VariableV2.error(f"the shape must be fully defined, got {shape}", name)
+        v._variable = get_default_graph().add_stored_variable(v, lambda index: VariableV2(
+            shape=shape, dtype=dtypes.as_dtype(dtype), var_index=index, name=name + "/"))
+        v._initial_value, v._initializer_op, v._trainable, v.constraint = None, None, trainable, None
+        return v
+
     # ---- what the variable is ----
     def _as_graph_element(self):
         return self._variable

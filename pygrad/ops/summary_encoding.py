@@ -11,8 +11,6 @@ import zlib
 
 import numpy as np
 
-from pygrad.messages import HistogramProto
-
 DBL_MAX = sys.float_info.max
 
 
@@ -32,6 +30,7 @@ BUCKET_LIMITS = _default_bucket_limits()
 def histogram(values):
     """The HistogramProto of finite values (any real dtype), empty buckets collapsed into runs as
     Histogram::EncodeToProto(preserve_zero_buckets=false) does; sums accumulate in order, as TF's."""
+    from pygrad.tf_protos import HistogramProto
     v = np.asarray(values).astype(np.float64).ravel()
     counts = np.bincount(np.searchsorted(BUCKET_LIMITS, v, side="right"), minlength=len(BUCKET_LIMITS))
     h = HistogramProto(min=float(v.min()) if v.size else DBL_MAX, max=float(v.max()) if v.size else -DBL_MAX,

@@ -6,15 +6,17 @@ encoded in Python after the plan ran (host.HostValues), so `sess.run([train_op, 
 one native run.
 
 The wrappers are TF1's `tf.summary.*` (tags from the name scope, `family`, the SUMMARIES
-collection) and the older `tf.scalar_summary`, ... (tags used as given).
+collection) and the older `tf.scalar_summary`, ... (tags used as given). The messages are
+TensorFlow's (pygrad/tf_protos.py), imported where they are used: building them is not a cost of
+`import pygrad`.
 """
 import re
 
 import numpy as np
 
-from pygrad import dtypes, proto
+from pygrad import dtypes
 from pygrad.graph import GraphKeys, get_default_graph
-from pygrad.messages import Summary, SummaryMetadata, tensor_proto
+from pygrad.messages import tensor_proto
 from pygrad.ops import summary_encoding as enc
 from pygrad.ops.array_ops import constant, convert_to_tensor
 from pygrad.registry import AFTER, HostError, OpDef, Spec, fail, fail_dtype
@@ -68,6 +70,7 @@ def _(ctx, op, ins):
     if tags.shape != values.shape:
         single = f" (tag '{_tag(tags.reshape(-1)[0])}')" if tags.size == 1 else ""
         raise HostError(f"tags and values not the same shape: {list(tags.shape)} != {list(values.shape)}{single}")
+    from pygrad.tf_protos import Summary
     values = values.astype(np.float32).reshape(-1)
     s = Summary(value=[Summary.Value(tag=_tag(t), simple_value=float(v)) for t, v in zip(tags.reshape(-1), values)])
     return [_string(s.SerializeToString())]
@@ -93,6 +96,7 @@ def _(ctx, op, ins):
     if bad.any():
         first = values[bad][0]
         raise HostError(f"{'Nan' if np.isnan(first) else 'Infinity'} in summary histogram for: {op.name}")
+    from pygrad.tf_protos import Summary
     s = Summary(value=[Summary.Value(tag=_tag(ins[0][()]), histo=enc.histogram(values))])
     return [_string(s.SerializeToString())]
 
@@ -122,14 +126,14 @@ def _(ctx, op, ins):
         raise HostError(f"Tensor must be 4-D with last dim 1, 3, or 4, not {list(images.shape)}")
     batch, h, w, depth = images.shape
     max_images, tag = op.attrs["max_images"], _tag(ins[0][()])
+    from pygrad.tf_protos import Summary
     s = Summary()
     for i in range(min(max_images, batch)):
         if h == 0 or w == 0:
             raise HostError(f"PNG encoding failed: image of shape {list(images.shape[1:])} is empty")
         image = images[i] if images.dtype == np.uint8 else enc.float_image_to_uint8(images[i], op.attrs["bad_color"])
-        s.value.append(Summary.Value(
-            tag=f"{tag}/image/{i}" if max_images > 1 else f"{tag}/image",
-            image=Summary.Image(height=h, width=w, colorspace=depth, encoded_image_string=enc.png(image))))
+        s.value.add(tag=f"{tag}/image/{i}" if max_images > 1 else f"{tag}/image",
+                    image=Summary.Image(height=h, width=w, colorspace=depth, encoded_image_string=enc.png(image)))
     return [_string(s.SerializeToString())]
 
 
@@ -165,13 +169,13 @@ def _(ctx, op, ins):
         raise HostError(f"audio of shape {list(audio.shape)} has no samples to encode")
     max_outputs, tag = op.attrs["max_outputs"], _tag(ins[0][()])
     rate = max(int(np.rint(np.float32(sample_rate))), 1)
+    from pygrad.tf_protos import Summary
     s = Summary()
     for i in range(min(max_outputs, batch)):
-        s.value.append(Summary.Value(
-            tag=f"{tag}/audio/{i}" if max_outputs > 1 else f"{tag}/audio",
-            audio=Summary.Audio(sample_rate=sample_rate, num_channels=channels, length_frames=frames,
-                                content_type="audio/wav",
-                                encoded_audio_string=enc.wav(audio[i].reshape(frames, channels), rate))))
+        s.value.add(tag=f"{tag}/audio/{i}" if max_outputs > 1 else f"{tag}/audio",
+                    audio=Summary.Audio(sample_rate=sample_rate, num_channels=channels, length_frames=frames,
+                                        content_type="audio/wav",
+                                        encoded_audio_string=enc.wav(audio[i].reshape(frames, channels), rate)))
     return [_string(s.SerializeToString())]
 
 
@@ -189,10 +193,10 @@ def _(tag, tensor, serialized_summary_metadata):
 
 @TensorSummaryV2.host
 def _(ctx, op, ins):
-    value = np.asarray(ins[1])
-    metadata = SummaryMetadata.FromString(ins[2][()])
-    s = Summary(value=[Summary.Value(tag=_tag(ins[0][()]), tensor=tensor_proto(value, op.inputs[1].dtype.name),
-                                     metadata=metadata)])
+    from pygrad.tf_protos import Summary, SummaryMetadata
+    s = Summary()
+    value = s.value.add(tag=_tag(ins[0][()]), metadata=SummaryMetadata.FromString(ins[2][()]))
+    value.tensor.MergeFromString(tensor_proto(np.asarray(ins[1]), op.inputs[1].dtype.name).SerializeToString())
     return [_string(s.SerializeToString())]
 
 
@@ -212,23 +216,22 @@ def _(*inputs):
 
 @MergeSummary.host
 def _(ctx, op, ins):
-    out, tags = [], set()
+    from google.protobuf.message import DecodeError
+
+    from pygrad.tf_protos import Summary
+    merged, tags = Summary(), set()
     for value in ins:
         for data in np.asarray(value, dtype=object).reshape(-1):
-            for tag, raw in _values_of(data):
-                if tag and tag in tags:
-                    raise HostError(f"Duplicate tag {tag} found in summary inputs")
-                tags.add(tag)
-                out.append(proto.field_message(1, raw))
-    return [_string(b"".join(out))]
-
-
-def _values_of(data):
-    """(tag, encoded Summary.Value) of each value of a serialized Summary."""
-    try:
-        return [(Summary.Value.FromString(bytes(raw)).tag, raw) for number, _, raw in proto.fields(data) if number == 1]
-    except (ValueError, UnicodeDecodeError, TypeError):
-        raise HostError("Could not parse one of the summary inputs") from None
+            try:
+                summary = Summary.FromString(bytes(data))
+            except DecodeError:
+                raise HostError("Could not parse one of the summary inputs") from None
+            for v in summary.value:
+                if v.tag and v.tag in tags:
+                    raise HostError(f"Duplicate tag {v.tag} found in summary inputs")
+                tags.add(v.tag)
+            merged.value.extend(summary.value)
+    return [_string(merged.SerializeToString())]
 
 
 # ---------------------------------------------------------------- tf.summary.*
@@ -320,6 +323,7 @@ def _audio(tag, tensor, sample_rate, max_outputs, name):
 def tensor_summary(name, tensor, summary_description=None, collections=None, summary_metadata=None, family=None,
                    display_name=None):
     """A summary holding a whole tensor as a TensorProto (tf.summary.tensor_summary)."""
+    from pygrad.tf_protos import SummaryMetadata
     metadata = summary_metadata if summary_metadata is not None else SummaryMetadata()
     if summary_description is not None:
         metadata.summary_description = summary_description
@@ -338,6 +342,7 @@ def text(name, tensor, collections=None):
     tensor = convert_to_tensor(tensor)
     if tensor.dtype != dtypes.string:
         raise ValueError(f"Expected tensor {tensor.name} to have dtype string, got {tensor.dtype.name}")
+    from pygrad.tf_protos import SummaryMetadata
     metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="text"))
     return tensor_summary(name, tensor, summary_metadata=metadata, collections=collections)
 

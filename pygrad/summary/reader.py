@@ -1,11 +1,11 @@
-"""Reading event files back: each record as an Event, and a run's scalar series."""
+"""Reading event files back: each record as an Event (TensorFlow's message, pygrad/tf_protos.py),
+and a run's scalar series."""
 import glob
 import logging
 import os
 import re
 
 from pygrad import errors
-from pygrad.messages import Event
 from pygrad.summary.records import read_records
 
 _log = logging.getLogger("pygrad")
@@ -14,6 +14,7 @@ _log = logging.getLogger("pygrad")
 def summary_iterator(path):
     """Yields the Events of one event file (tf.compat.v1.train.summary_iterator). As TF's, it yields
     the records before a damaged one, then raises DataLossError naming the file and the offset."""
+    from pygrad.tf_protos import Event
     for data in read_records(path):
         yield Event.FromString(data)
 
@@ -36,10 +37,8 @@ def read_scalars(logdir):
     for path in event_files(logdir):
         try:
             for event in summary_iterator(path):
-                if event.summary is None:
-                    continue
                 for value in event.summary.value:
-                    if value.simple_value is not None:
+                    if value.WhichOneof("value") == "simple_value":
                         series.setdefault(value.tag, []).append((event.step, value.simple_value))
         except errors.DataLossError as e:
             _log.warning("%s; the events before it are read, the rest of the file is skipped", e.message)

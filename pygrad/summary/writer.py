@@ -4,7 +4,8 @@ A writer creates `events.out.tfevents.<seconds>.<hostname><filename_suffix>` in 
 after the hostname when another writer of the same second has that name) and writes
 first an Event with file_version "brain.Event:2", as TensorFlow's EventsWriter does. Events are
 queued in memory and written when max_queue are pending, every flush_secs by a background thread,
-on flush() and on close().
+on flush() and on close(). The messages are TensorFlow's (pygrad/tf_protos.py); one of another
+protobuf class with the same schema (TensorFlow's own, say) is taken by its bytes.
 """
 import itertools
 import os
@@ -14,7 +15,6 @@ import time
 
 from pygrad.graph import Graph, get_default_graph
 from pygrad.graph_def import graph_def as _graph_def
-from pygrad.messages import Event, Summary, TaggedRunMetadata
 from pygrad.summary.records import encode_record
 
 
@@ -29,6 +29,22 @@ def _create_event_file(logdir, suffix):
             return path, open(path, "xb")
         except FileExistsError:
             pass
+
+
+def _as(cls, message):
+    """message (serialized bytes, or a message of any class with cls's schema) as a cls."""
+    if isinstance(message, cls):
+        return message
+    return cls.FromString(message if isinstance(message, bytes) else message.SerializeToString())
+
+
+def _event(step, **fields):
+    """An Event of now with fields, and step unless it is None."""
+    from pygrad.tf_protos import Event
+    event = Event(wall_time=time.time(), **fields)
+    if step is not None:
+        event.step = int(step)
+    return event
 
 
 class FileWriter:
@@ -51,7 +67,7 @@ class FileWriter:
         self._path, self._file = _create_event_file(self._logdir, self._suffix)
         self._queue = []
         self._closed = False
-        self._write([encode_record(Event(wall_time=time.time(), file_version="brain.Event:2").SerializeToString())])
+        self._write([encode_record(_event(None, file_version="brain.Event:2").SerializeToString())])
         self._file.flush()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._flush_periodically, name="FileWriter flush", daemon=True)
@@ -77,23 +93,17 @@ class FileWriter:
                 self._queue = []
 
     def _add(self, step, **fields):
-        event = Event(wall_time=time.time(), **fields)
-        if step is not None:
-            event.step = int(step)
-        self.add_event(event)
+        self.add_event(_event(step, **fields))
 
     def add_summary(self, summary, global_step=None):
         """Adds a Summary (serialized bytes, as a summary op returns, or a tf.Summary). As TF, a
-        value's metadata is kept only the first time its tag is written."""
-        if isinstance(summary, bytes):
-            summary = Summary.FromString(summary)
-        elif hasattr(summary, "SerializeToString") and not isinstance(summary, Summary):
-            summary = Summary.FromString(summary.SerializeToString())  # a protobuf library's Summary
+        value's metadata is kept only the first time its tag is written (TF's test of a value's
+        metadata, `not value.metadata`, is false for every message, so every tag counts)."""
+        from pygrad.tf_protos import Summary
+        summary = _as(Summary, summary)
         for value in summary.value:
-            if value.metadata is None:
-                continue
             if value.tag in self._seen_tags:
-                value.metadata = None
+                value.ClearField("metadata")
             else:
                 self._seen_tags.add(value.tag)
         self._add(global_step, summary=summary)
@@ -113,10 +123,12 @@ class FileWriter:
 
     def add_session_log(self, session_log, global_step=None):
         """Adds a SessionLog (START, STOP or CHECKPOINT)."""
-        self._add(global_step, session_log=session_log)
+        from pygrad.tf_protos import SessionLog
+        self._add(global_step, session_log=_as(SessionLog, session_log))
 
     def add_run_metadata(self, run_metadata, tag, global_step=None):
         """Adds run metadata (serialized RunMetadata bytes, or an object with SerializeToString)."""
+        from pygrad.tf_protos import TaggedRunMetadata
         data = run_metadata if isinstance(run_metadata, bytes) else \
             run_metadata.SerializeToString() if hasattr(run_metadata, "SerializeToString") else b""
         self._add(global_step, tagged_run_metadata=TaggedRunMetadata(tag=tag, run_metadata=data))

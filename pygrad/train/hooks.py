@@ -10,7 +10,6 @@ import time
 import numpy as np
 
 from pygrad.graph import GraphKeys, get_default_graph
-from pygrad.messages import SessionLog, Summary
 from pygrad.summary.writer import FileWriterCache
 from pygrad.train.training_util import get_global_step
 
@@ -354,6 +353,7 @@ class StepCounterHook(SessionRunHook):
                     self.steps_per_sec = steps / elapsed
                     _log.info("global_step/sec: %g", self.steps_per_sec)
                     if self._writer is not None:
+                        from pygrad.tf_protos import Summary
                         self._writer.add_summary(Summary(value=[Summary.Value(
                             tag="global_step/sec", simple_value=self.steps_per_sec)]), step)
 
@@ -398,6 +398,7 @@ class SummarySaverHook(SessionRunHook):
         # step the summary belongs to), where TF's hook reads it again when it may be stale.
         step = int(run_values.results["global_step"])
         if self._next_step is None:
+            from pygrad.tf_protos import SessionLog
             self._writer.add_session_log(SessionLog(status=SessionLog.START), step)
         if self._request:
             self._timer.update_last_triggered_step(step)
