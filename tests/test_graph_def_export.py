@@ -65,6 +65,14 @@ def _compare(p):
             tf.where(a, x, y), tf.cast(x, tf.int32), tf.cast(a, tf.float32)]
 
 
+def _dtypes(p):
+    i, n, d = p(np.array([[3, -7], [5, 2]], np.int32)), p(np.array([4, -9, 2], np.int64)), p(X.astype(np.float64))
+    h = p(X.astype(np.float16))
+    return [i * 3 + i, i // 2, tf.floormod(i, 3), tf.abs(n) - 2, tf.cumsum(n), tf.matmul(d, tf.transpose(d)),
+            tf.nn.softmax(d), h + h, tf.cast(h, tf.float32), tf.cast(i, tf.uint8), tf.reduce_sum(i, 1),
+            tf.argmax(d, 1), tf.cast(n > 0, tf.int64)] + _grads([tf.nn.softmax(d)], d)
+
+
 def _matmul(p):
     x, w = p(X), p(_normal(4, 5))
     ys = [tf.matmul(x, w), tf.matmul(w, x, transpose_a=True, transpose_b=True)]
@@ -237,7 +245,7 @@ def _tensor_array(p):
 
 
 CASES = {
-    "unary": _unary, "binary": _binary, "compare": _compare, "matmul": _matmul, "reductions": _reductions,
+    "unary": _unary, "binary": _binary, "compare": _compare, "dtypes": _dtypes, "matmul": _matmul, "reductions": _reductions,
     "prod_second_order": _prod_second_order, "broadcasting": _broadcasting, "array": _array, "manip": _manip,
     "slices": _slices, "scatter": _scatter, "sequences": _sequences, "top_k": _top_k, "losses": _losses,
     "conv": _conv, "linalg": _linalg, "clip": _clip, "host_values": _host_values, "variables": _variables,
