@@ -318,6 +318,7 @@ class _Writer:
     # ---- ops
     def write(self, op, picture, waits=()):
         self.op, self.waits = op, waits
+        written = len(self.graph_def.node)
         try:
             compose = COMPOSE.get(op.type)
             if compose is not None:
@@ -334,6 +335,7 @@ class _Writer:
         except NotExportableError:
             if not picture:
                 raise
+            del self.graph_def.node[written:]  # what was written of it before the error
             self.picture(op)
         finally:
             self.op, self.waits = None, ()
@@ -404,22 +406,33 @@ class _Writer:
         """The input a moved attribute becomes: a Const of its value or, for an op whose dims may
         read sizes of its `-*` inputs, the shape vector of dims ((k, axis): dimension axis of
         refs[k]); a None value is TF's default: all of input 0's axes to reduce, its axes
-        reversed to transpose, refs[0]'s shape for a random op's shape."""
+        reversed to transpose (computed from its rank where the graph does not know it), refs[0]'s
+        shape for a random op's shape."""
         value = op.attrs[key]
         node_name = self.scoped(name)
         if value is None and name == "shape":
             return self.shape_of(refs[0], node_name, dtype)
+        if value is None and op.inputs[0].shape.ndims is None:
+            return self._axes_of(op.inputs[0], node_name, reverse=name == "perm")
         if value is None:
-            x = op.inputs[0]
-            if x.shape.ndims is None:
-                raise NotExportableError(op.error(f"the rank of {x.name} is unknown: TF would compute {op.type}'s "
-                                                  f"{name} from it (Rank, Range)"))
-            value = list(range(x.shape.ndims))[::-1 if name == "perm" else 1]
+            value = list(range(op.inputs[0].shape.ndims))[::-1 if name == "perm" else 1]
         if isinstance(value, TensorShape):
             value = value.as_list()
         if op.opdef.tf.ins and op.opdef.tf.ins[-1] == "-*" and isinstance(value, (list, tuple)):
             return self.dims([(refs[d[0]], d[1]) if isinstance(d, tuple) else d for d in value], node_name, dtype)
         return self.const(value, dtype, node_name)
+
+
+    def _axes_of(self, x, name, reverse):
+        """All axes of x, whose rank the graph does not know: range(rank(x)) (TF's _ReductionDims),
+        reversed as (rank - 1) - range(rank) (TF's transpose without perm)."""
+        rank = self.node("Rank", name + "/Rank", [self.tensor(x)], {"T": x.dtype})
+        zero, one = self.const(0, int32, name + "/start"), self.const(1, int32, name + "/delta")
+        if not reverse:
+            return self.node("Range", name, [zero, rank, one], {"Tidx": int32})
+        axes = self.node("Range", name + "/Range", [zero, rank, one], {"Tidx": int32})
+        last = self.node("Sub", name + "/sub", [rank, one], {"T": int32})
+        return self.node("Sub", name, [last, axes], {"T": int32})
 
 
 def _output_names(op):

@@ -80,11 +80,12 @@ def _matmul(p):
 
 
 def _reductions(p):
-    x, dyn = p(X), p(X, dynamic=True)
+    x, dyn, unranked = p(X), p(X, dynamic=True), p(Y, dynamic="rank")
     ys = [tf.reduce_sum(x), tf.reduce_mean(x, 1), tf.reduce_max(x, 0, keepdims=True), tf.reduce_min(x, [0, 1]),
           tf.reduce_prod(x, 1), tf.reduce_sum(dyn, 0), tf.reduce_mean(dyn, keepdims=True), tf.reduce_prod(dyn, 0)]
     return ys + _grads(ys, [x, dyn]) + [tf.reduce_all(x > -3, 1), tf.reduce_any(x > 1, 0), tf.argmax(x, 1),
-                                        tf.argmin(x, 0, output_type=tf.int32)]
+                                        tf.argmin(x, 0, output_type=tf.int32), tf.reduce_sum(unranked),
+                                        tf.transpose(unranked)]
 
 
 def _prod_second_order(p):
@@ -260,8 +261,10 @@ def _build(build):
     graph, feeds = tf.Graph(), {}
     with graph.as_default():
         def placeholder(value, dynamic=False):
+            """A placeholder fed value: of its shape, of its rank if dynamic, of any shape if dynamic is "rank"."""
             value = np.asarray(value)
-            t = tf.placeholder(value.dtype.name, [None] * value.ndim if dynamic else value.shape)
+            shape = None if dynamic == "rank" else [None] * value.ndim if dynamic else value.shape
+            t = tf.placeholder(value.dtype.name, shape)
             feeds[t.name] = value
             return t
         stages = build(placeholder)
