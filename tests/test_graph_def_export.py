@@ -29,6 +29,11 @@ IDX = np.array([2, 0, 2], np.int32)
 SQUARE = _normal(3, 3) + 3 * np.eye(3, dtype=np.float32)
 
 
+# The table: each case is build(p) -> the tensors (or ops) to fetch, or a tuple of such lists run
+# one after another (after the variables' initializer); p(value, dynamic=False) is a placeholder
+# fed value (of its shape; of its rank only if dynamic; of any shape if dynamic is "rank").
+
+
 def _grads(ys, xs, seed=1):
     """The gradients of sum(w * y) for fixed random cotangents w (so that no gradient is trivially
     1), or w = sin(1.7 y + seed) where y's shape is known only when the graph runs."""
@@ -261,7 +266,6 @@ def _build(build):
     graph, feeds = tf.Graph(), {}
     with graph.as_default():
         def placeholder(value, dynamic=False):
-            """A placeholder fed value: of its shape, of its rank if dynamic, of any shape if dynamic is "rank"."""
             value = np.asarray(value)
             shape = None if dynamic == "rank" else [None] * value.ndim if dynamic else value.shape
             t = tf.placeholder(value.dtype.name, shape)
@@ -289,15 +293,14 @@ def _run_tf(peer, data, feeds, stages):
 
 
 def _assert_same(ours, theirs, what):
+    """One value: the same shape and dtype, floats to float32's 1e-5, the rest exactly."""
     ours, theirs = np.asarray(ours), np.asarray(theirs)
-    assert ours.shape == theirs.shape, f"{what}: shape {ours.shape}, TF {theirs.shape}"
+    assert (ours.shape, ours.dtype) == (theirs.shape, theirs.dtype), f"{what}: {ours.dtype} {ours.shape}, TF " \
+                                                                      f"{theirs.dtype} {theirs.shape}"
     if ours.dtype.kind == "f":
-        assert ours.dtype == theirs.dtype, f"{what}: {ours.dtype}, TF {theirs.dtype}"
         np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6, err_msg=what)
-    elif ours.dtype.kind in "OSU":
-        assert ours.tolist() == theirs.tolist(), what
     else:
-        np.testing.assert_array_equal(ours, theirs.astype(ours.dtype), err_msg=what)
+        assert ours.tolist() == theirs.tolist(), what
 
 
 def _assert_close_tree(ours, theirs, what):
@@ -333,7 +336,6 @@ def test_tf_runs_the_graph_def_with_pygrads_numbers(tf_peer, name):
                 _assert_close_tree(_summary(x), _summary(y), f"{name}: {fetch.name}")
             elif x is not None or y is not None:
                 _assert_same(x, y, f"{name}: {fetch.name}")
-
 
 
 # ---------------------------------------------------------------- random ops: TF draws its own numbers
