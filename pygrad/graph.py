@@ -152,6 +152,13 @@ class Graph:
     def version(self):
         return len(self._ops)
 
+    def as_graph_def(self, from_version=None, add_shapes=False):
+        """The graph as TensorFlow's GraphDef (a pygrad.tf_protos.GraphDef), which TF's
+        tf.import_graph_def runs; from_version: only the ops added since version was that;
+        add_shapes: each node's "_output_shapes" (see pygrad/graph_def.py)."""
+        from pygrad.graph_def import graph_def
+        return graph_def(self, add_shapes=add_shapes, from_version=from_version)
+
     def finalize(self):
         self._finalized = True
 

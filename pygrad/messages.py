@@ -6,14 +6,13 @@ library writes, so the bytes equal TensorFlow's: fields in number order; proto3 
 when zero or empty; numeric repeated fields packed; messages written when set; and a field of a
 oneof (``ONEOF`` below) written whenever it is set, zero included::
 
-    NodeDef(name="x", op="Placeholder").SerializeToString()
-    GraphDef.FromString(data).node[0].name
+    TensorProto(dtype=1, float_val=[0.5]).SerializeToString()
+    TensorProto.FromString(data).float_val
 
 Unknown fields are skipped when parsing, as protobuf does. The field numbers are those of
-``tensorflow/core/framework/{summary,tensor,tensor_shape,attr_value,node_def,graph}.proto`` and
-``tensorflow/core/util/event.proto``. What is left here is used by pygrad/graph_def.py (the graph
-messages, shape_proto, tensor_proto) and the tensor summary (tensor_proto); the same messages on
-the protobuf runtime are in pygrad/tf_protos.py.
+``tensorflow/core/framework/{tensor,tensor_shape}.proto``. What is left here is the tensor
+summary's tensor_proto and DATA_TYPE (pygrad/graph_def.py's dtype numbers); TF's messages on the
+protobuf runtime (graphs, events, summaries) are in pygrad/tf_protos.py.
 """
 import struct
 
@@ -167,42 +166,6 @@ class TensorProto(Message):
               ("tensor_content", 4, "bytes"), ("float_val", 5, ["float"]), ("double_val", 6, ["double"]),
               ("int_val", 7, ["int32"]), ("string_val", 8, ["bytes"]), ("int64_val", 10, ["int64"]),
               ("bool_val", 11, ["bool"]), ("half_val", 13, ["int32"]))
-
-
-# ---------------------------------------------------------------- summary.proto, event.proto's SessionLog
-# Left for pygrad/train/hooks.py, which builds a Summary and a SessionLog for FileWriter (which takes
-# them by their bytes); the event files are written and read with pygrad/tf_protos.py's messages.
-
-
-class AttrValue(Message):
-    class ListValue(Message):
-        FIELDS = (("s", 2, ["bytes"]), ("i", 3, ["int64"]), ("f", 4, ["float"]), ("b", 5, ["bool"]),
-                  ("type", 6, ["enum"]), ("shape", 7, [TensorShapeProto]), ("tensor", 8, [TensorProto]))
-
-    FIELDS = (("list", 1, ListValue), ("s", 2, ONEOF("bytes")), ("i", 3, ONEOF("int64")), ("f", 4, ONEOF("float")),
-              ("b", 5, ONEOF("bool")), ("type", 6, ONEOF("enum")), ("shape", 7, TensorShapeProto),
-              ("tensor", 8, TensorProto))
-
-
-class NodeDef(Message):
-    class AttrEntry(Message):  # a map<string, AttrValue> entry
-        FIELDS = (("key", 1, "string"), ("value", 2, AttrValue))
-
-    FIELDS = (("name", 1, "string"), ("op", 2, "string"), ("input", 3, ["string"]), ("device", 4, "string"),
-              ("attr", 5, [AttrEntry]))
-
-    @property
-    def attrs(self):
-        """The attr map as a dict."""
-        return {e.key: e.value for e in self.attr}
-
-
-class VersionDef(Message):
-    FIELDS = (("producer", 1, "int32"), ("min_consumer", 2, "int32"), ("bad_consumers", 3, ["int32"]))
-
-
-class GraphDef(Message):
-    FIELDS = (("node", 1, [NodeDef]), ("versions", 4, VersionDef), ("version", 3, "int32"))
 
 
 # ---------------------------------------------------------------- values as TensorProto

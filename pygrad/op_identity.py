@@ -170,7 +170,8 @@ _MANIP = {
     "Select":         tf("Select",       derived="T=in1"),
     "Tile":           tf("Tile",         inputs="multiples", derived="T=in0 Tmultiples=int32"),
     "TileGrad":       tf("TileGrad",     inputs="multiples", derived="T=in0", ins="input -",
-                         note="input 1 gives x's shape only; TF's gradient of Tile is now Reshape and Sum"),
+                         note="input 1 gives x's shape only; TF's GraphDefs since version 3 have no TileGrad: its "
+                              "gradient of Tile is Reshape and Sum, as export writes it"),
 }
 
 # ---------------------------------------------------------------- slice_ops
@@ -336,6 +337,8 @@ _TRAINING = {
     "ApplyFtrl":      tf("ApplyFtrl",     derived="T=in0"),
     "ApplyFtrlV2":    tf("ApplyFtrlV2",   derived="T=in0", ins="var accum linear grad lr l1 l2 lr_power l2_shrinkage"),
     "SparseApplyGradientDescent": none("fused sparse update; TF1's optimizer spells it ScatterAdd of -lr * values"),
+    # pygrad's sparse kernels sum repeated rows first, as TF1's optimizers do before these ops
+    # (Unique, UnsortedSegmentSum: what export writes before them); TF's kernels apply each row.
     "SparseApplyMomentum": tf("SparseApplyMomentum", attrs="use_nesterov", derived="T=in0 Tindices=in4"),
     "SparseApplyAdagrad": tf("SparseApplyAdagrad", derived="T=in0 Tindices=in4"),
     "SparseApplyRMSProp": tf("SparseApplyRMSProp", derived="T=in0 Tindices=in8"),

@@ -15,7 +15,7 @@ import pytest
 
 import pygrad as tf
 from pygrad.graph_def import graph_def
-from pygrad.messages import GraphDef
+from pygrad.tf_protos import GraphDef
 from pygrad.summary.records import encode_record, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,14 +89,14 @@ def test_graph_def_names_inputs_control_inputs_and_attrs():
             c = tf.add(a, b, name="c")
         parts = tf.split(tf.constant([1.0, 2.0]), 2)
         tf.identity(parts[1], name="second")
-        nodes = {n.name: n for n in graph_def(g).node}
-    assert nodes["c"].op == "Add" and nodes["c"].input == ["a", "b", "^a"]
+        nodes = {n.name: n for n in graph_def(g, add_shapes=True).node}
+    assert nodes["c"].op == "AddV2" and nodes["c"].input == ["a", "b", "^a"]
     assert nodes["second"].input == [f"{parts[1].op.name}:1"]
-    attrs = nodes["a"].attrs
+    attrs = nodes["a"].attr
     assert attrs["dtype"].type == 1
     assert np.frombuffer(attrs["value"].tensor.tensor_content, "<f4").tolist() == [1.0, 2.0]
-    assert [d.size for d in nodes["b"].attrs["shape"].shape.dim] == [-1]
-    assert [d.size for d in nodes["c"].attrs["_output_shapes"].list.shape[0].dim] == [2]
+    assert [d.size for d in nodes["b"].attr["shape"].shape.dim] == [-1]
+    assert [d.size for d in nodes["c"].attr["_output_shapes"].list.shape[0].dim] == [2]
 
 
 def test_corrupted_record_is_detected(tmp_path):

@@ -14,7 +14,6 @@ import threading
 import time
 
 from pygrad.graph import Graph, get_default_graph
-from pygrad.graph_def import graph_def as _graph_def
 from pygrad.summary.records import encode_record
 
 
@@ -115,8 +114,9 @@ class FileWriter:
         if graph is None and graph_def is None:
             graph = get_default_graph()
         if graph is not None:
-            data = _graph_def(graph.graph if hasattr(graph, "graph") and not isinstance(graph, Graph) else graph)
-            data = data.SerializeToString()
+            from pygrad import graph_def as export  # loaded on first use, as the messages are
+            graph = graph.graph if hasattr(graph, "graph") and not isinstance(graph, Graph) else graph
+            data = export.graph_def(graph, add_shapes=True, picture=True).SerializeToString()
         else:
             data = graph_def if isinstance(graph_def, bytes) else graph_def.SerializeToString()
         self._add(global_step, graph_def=data)
