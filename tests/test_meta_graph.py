@@ -8,11 +8,6 @@ import pytest
 import pygrad as tf
 from pygrad import errors, tf_protos
 
-EXPORT_WRITES_PYGRAD_OPS = pytest.mark.xfail(
-    strict=True, reason="graph_def.py writes pygrad's own gradient ops (BroadcastLike, SumToShape), which "
-                        "import_graph_def does not build")
-EXPORT_WRITES_PYGRAD_ATTRS = pytest.mark.xfail(
-    strict=True, reason="graph_def.py writes pygrad's attributes, not TF's (Assign lacks T): TF cannot import it")
 
 
 def _model(lr=0.1):
@@ -147,7 +142,6 @@ def _run(sess, loss, x, t, steps, train):
     return out
 
 
-@EXPORT_WRITES_PYGRAD_OPS
 def test_round_trip_continues_training(tmp_path):
     x, t, _, loss = _model()
     train = tf.get_collection("train_op")[0]
@@ -201,7 +195,6 @@ def test_tensorflow_meta_and_checkpoint_import(tmp_path, tf_peer):
         np.testing.assert_allclose(sess.run("y:0", {"x:0": xs}), want, rtol=1e-5, atol=1e-6)
 
 
-@EXPORT_WRITES_PYGRAD_ATTRS
 def test_pygrad_meta_imports_and_restores_in_tensorflow(tmp_path, tf_peer):
     import tensorflow
     x, t, y, _ = _model()

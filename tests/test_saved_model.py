@@ -8,8 +8,6 @@ import pytest
 import pygrad as tf
 from pygrad import errors, tf_protos
 
-EXPORT_WRITES_PYGRAD_ATTRS = pytest.mark.xfail(
-    strict=True, reason="graph_def.py writes pygrad's attributes, not TF's (Assign lacks T): TF cannot import it")
 XS = np.random.RandomState(1).randn(4, 3).astype(np.float32)
 
 
@@ -116,7 +114,6 @@ def test_tensorflow_saved_model_loads_in_pygrad(tmp_path, tf_peer):
         np.testing.assert_allclose(_predict(sess, meta, XS), want, rtol=1e-6)
 
 
-@EXPORT_WRITES_PYGRAD_ATTRS
 def test_pygrad_saved_model_loads_in_tensorflow(tmp_path, tf_peer):
     import tensorflow
     x, y = _pygrad_model()
