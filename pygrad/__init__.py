@@ -59,8 +59,8 @@ from pygrad.ops import conv_ops as _conv_ops  # noqa: F401  (registers conv and 
 from pygrad.ops import training_ops as _training_ops  # noqa: F401  (registers the fused update ops)
 from pygrad.ops.random_ops import get_seed, random_normal, random_uniform, truncated_normal
 from pygrad.ops.state_ops import (Variable, assign, assign_add, assign_sub, global_variables,
-                                  global_variables_initializer, group, local_variables, local_variables_initializer,
-                                  no_op, trainable_variables, variables_initializer)
+                                  global_variables_initializer, group, is_variable_initialized, local_variables,
+                                  local_variables_initializer, no_op, trainable_variables, variables_initializer)
 from pygrad.ops.init_ops import (constant_initializer, glorot_normal_initializer, glorot_uniform_initializer,
                                  ones_initializer, random_normal_initializer, random_uniform_initializer,
                                  truncated_normal_initializer, variance_scaling_initializer, zeros_initializer)

@@ -516,3 +516,10 @@ def _(w, op):
                                                   "placeholder": placeholder, "summarize": a["summarize"]})
     w.final("PrintV2", [formatted], {"output_stream": stream, "end": a["end"]})
     return []
+
+
+@composes("IsVariableInitialized")
+def _(w, op):
+    """TF's IsVariableInitialized reads the variable (a ref input); pygrad holds it as an attribute."""
+    v = op.attrs["variable"]
+    return w.final("IsVariableInitialized", [v], {"dtype": v.dtype})

@@ -342,6 +342,15 @@ def _reordered(ptype, order):
     return lambda b: OpDef.all[ptype](*(b.x[i] for i in order), name=b.name)
 
 
+def _resource_apply(ptype):
+    """ResourceApplyX: ApplyX on the variables the handles name (a handle is its variable here)."""
+    return lambda b: build_generic(b, ptype).op
+
+
+def _is_initialized(b):
+    return state_ops.is_variable_initialized(b.x[0], name=b.name)
+
+
 def _fmt(b):
     return b.attr("data_format", "NHWC")
 
@@ -356,6 +365,18 @@ BUILDERS = {
     "Placeholder": lambda b: array_ops.placeholder(b.attr("dtype"), shape=b.attr("shape"), name=b.name),
     "PlaceholderWithDefault": lambda b: array_ops.placeholder_with_default(b.x[0], b.attr("shape"), name=b.name),
     "VariableV2": _variable,
+    # Resource variables (TF 2's tf.Variable, and compat.v1 graphs with resource variables on): the
+    # handle is the variable itself.
+    "VarHandleOp": _variable,
+    "ReadVariableOp": lambda b: array_ops.identity(b.x[0], name=b.name),
+    "AssignVariableOp": lambda b: state_ops.assign(b.x[0], b.x[1], name=b.name).op,
+    "AssignAddVariableOp": lambda b: state_ops.assign_add(b.x[0], b.x[1], name=b.name).op,
+    "AssignSubVariableOp": lambda b: state_ops.assign_sub(b.x[0], b.x[1], name=b.name).op,
+    "IsVariableInitialized": _is_initialized,
+    "VarIsInitializedOp": _is_initialized,
+    **{"Resource" + t: _resource_apply(t) for t in ("ApplyGradientDescent", "ApplyMomentum", "ApplyAdagrad",
+                                                    "ApplyRMSProp", "ApplyAdam", "ApplyAdadelta", "ApplyFtrl",
+                                                    "ApplyProximalGradientDescent", "ApplyProximalAdagrad")},
     "Snapshot": lambda b: array_ops.identity(b.x[0], name=b.name),
     "BiasAdd": lambda b: nn.bias_add(b.x[0], b.x[1], data_format=_fmt(b), name=b.name),
     "BiasAddV1": lambda b: nn.bias_add(b.x[0], b.x[1], name=b.name),

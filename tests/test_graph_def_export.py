@@ -199,7 +199,8 @@ def _variables(p):
     w = tf.Variable(np.float32(2.0), name="w")
     return ([tf.assign_add(v, Y), tf.assign(w, 3.0)], [tf.assign_sub(v, p(X)), tf.scatter_update(v, [0], Y[:1]),
                                                        tf.scatter_add(v, [1, 1], Y[:2]),
-                                                       tf.scatter_sub(v, p(np.int64([2])), Y[2:])], [v, w])
+                                                       tf.scatter_sub(v, p(np.int64([2])), Y[2:])],
+            [v, w, tf.is_variable_initialized(w)])
 
 
 def _optimizer(make, sparse=False):

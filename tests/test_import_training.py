@@ -56,6 +56,23 @@ def _mlp_momentum(tf1):
                          "labels:0": np.random.RandomState(100 + step).randint(0, 5, 8)}
 
 
+def _resource_adam(tf1):
+    """An MLP on resource variables (VarHandleOp, ReadVariableOp, ResourceApplyAdam: TF 2's variables,
+    and compat.v1 graphs with resource variables on), with Adam."""
+    x = tf1.placeholder(tf1.float32, [None, 20], name="x")
+    labels = tf1.placeholder(tf1.int64, [None], name="labels")
+    h = x
+    for i, units in enumerate([32, 5]):
+        w = tf1.get_variable(f"w{i}", [h.shape[-1], units], use_resource=True)
+        h = tf1.matmul(h, w) + tf1.get_variable(f"b{i}", [units], use_resource=True,
+                                                initializer=tf1.constant_initializer(0.1))
+        h = tf1.nn.elu(h) if i == 0 else h
+    loss = tf1.reduce_mean(tf1.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=h), name="loss")
+    tf1.train.AdamOptimizer(1e-2).minimize(loss, name="train")
+    return lambda step: {"x:0": np.random.RandomState(step).randn(8, 20).astype(np.float32),
+                         "labels:0": np.random.RandomState(100 + step).randint(0, 5, 8)}
+
+
 def _lstm_adam(tf1):
     """An LSTM classifier over 12 steps (tf.nn.dynamic_rnn: TF1's while loop, and its gradient: a
     second loop popping stacks the first one pushed) with Adam."""
@@ -75,8 +92,8 @@ def _lstm_adam(tf1):
     return lambda step: batch  # one batch, learnt
 
 
-@pytest.mark.parametrize("build", [_deep_mnist, _mlp_momentum, _lstm_adam],
-                         ids=["deep_mnist_adam", "mlp_momentum", "lstm_adam"])
+@pytest.mark.parametrize("build", [_deep_mnist, _mlp_momentum, _resource_adam, _lstm_adam],
+                         ids=["deep_mnist_adam", "mlp_momentum", "resource_adam", "lstm_adam"])
 def test_training_continues_as_in_tensorflow(build):
     tf1.disable_v2_behavior()
     g = tf1.Graph()
@@ -89,8 +106,11 @@ def test_training_continues_as_in_tensorflow(build):
         feeds = [batches(step) for step in range(20)]
         want = [sess.run(["loss:0", "train"], f)[0] for f in feeds]
     graph_def = pygrad.GraphDef.FromString(g.as_graph_def().SerializeToString())
+    ops = {n.op for n in graph_def.node}
     if build is _lstm_adam:  # TF1's gradient of a while loop, which pygrad rebuilds through the lifted loop
-        assert {"StackPushV2", "StackPopV2", "Enter", "Exit"} <= {n.op for n in graph_def.node}
+        assert {"StackPushV2", "StackPopV2", "Enter", "Exit"} <= ops
+    if build is _resource_adam:
+        assert {"VarHandleOp", "ReadVariableOp", "ResourceApplyAdam", "VarIsInitializedOp"} <= ops
     with pygrad.Graph().as_default() as pg:
         pygrad.import_graph_def(graph_def, name="")
         sess = pygrad.Session()

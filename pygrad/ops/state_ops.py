@@ -1,9 +1,12 @@
-"""Variables and the ops that write them (assign, assign_add, assign_sub), no_op and group."""
-from pygrad import dtypes
+"""Variables and the ops that write them (assign, assign_add, assign_sub), is_variable_initialized,
+no_op and group."""
+import numpy as np
+
+from pygrad import dtypes, errors
 from pygrad.graph import (GraphKeys, Tensor, TensorLike, build_error, get_default_graph, prepend_name_scope,
                           session_for, strip_name_scope, unwrap)
 from pygrad.ops.array_ops import cast, convert_for_op, convert_to_tensor
-from pygrad.registry import NOOP, VARIABLE, OpDef, Spec, fail, fail_dtype
+from pygrad.registry import BEFORE, NOOP, VARIABLE, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import as_shape
 
 # ---------------------------------------------------------------- the variable op
@@ -91,6 +94,35 @@ def group(*inputs, name=None):
             deps.append(item.op if isinstance(item, Tensor) else item)
     with graph.control_dependencies(deps):
         return NoOp(name=name or "group_deps")
+
+
+# ---------------------------------------------------------------- is_variable_initialized
+
+# The variable is an attribute, not an input: the op must not read an uninitialized value.
+IsVariableInitialized = OpDef("IsVariableInitialized", host=BEFORE, differentiable=False)
+
+
+@IsVariableInitialized.shape
+def _(*, variable):
+    return Spec(dtypes.bool_, as_shape([]))
+
+
+@IsVariableInitialized.host
+def _(ctx, op, values):
+    try:
+        ctx.run(op.attrs["variable"])
+    except errors.FailedPreconditionError:
+        return [np.array(False)]
+    return [np.array(True)]
+
+
+def is_variable_initialized(variable, name=None):
+    """A bool scalar: whether variable has a value in the session that runs it (TF1's
+    tf.is_variable_initialized)."""
+    v = unwrap(variable)
+    if not isinstance(v, Tensor) or v.op.type != "VariableV2":
+        raise IsVariableInitialized.error(f"expected a variable, got {variable!r}", name)
+    return IsVariableInitialized(variable=v, name=name or "IsVariableInitialized")
 
 
 # ---------------------------------------------------------------- Variable
