@@ -320,7 +320,7 @@ _STATE = {
     "AssignAdd":      tf("AssignAdd",    derived="T=in0"),
     "AssignSub":      tf("AssignSub",    derived="T=in0"),
     "NoOp":           tf("NoOp"),
-    "IsVariableInitialized": tf("IsVariableInitialized", derived="dtype=host ref=host", ins="-*", own="variable",
+    "IsVariableInitialized": tf("IsVariableInitialized", derived="dtype=host ref=host", ins="", own="variable",
                                 also="VarIsInitializedOp",
                                 note="the variable is an attribute (TF: the ref input); VarIsInitializedOp is a "
                                      "resource variable's"),
