@@ -320,10 +320,10 @@ _STATE = {
     "AssignAdd":      tf("AssignAdd",    derived="T=in0"),
     "AssignSub":      tf("AssignSub",    derived="T=in0"),
     "NoOp":           tf("NoOp"),
-    "IsVariableInitialized": tf("IsVariableInitialized", derived="dtype=host ref=host", ins="", own="variable",
+    "IsVariableInitialized": tf("IsVariableInitialized", derived="dtype=host ref=host", own="variable",
                                 also="VarIsInitializedOp",
-                                note="the variable is an attribute (TF: the ref input); VarIsInitializedOp is a "
-                                     "resource variable's"),
+                                note="the variable is an attribute, TF's input ref (graph_def_compose writes it); "
+                                     "VarIsInitializedOp is a resource variable's"),
 }
 
 # ---------------------------------------------------------------- training_ops
