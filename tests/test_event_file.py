@@ -86,7 +86,7 @@ def test_graph_def_names_inputs_control_inputs_and_attrs():
         a = tf.constant([1.0, 2.0], name="a")
         b = tf.placeholder(tf.float32, [None], name="b")
         with tf.control_dependencies([a]):
-            c = tf.add(a, b, name="c")
+            tf.add(a, b, name="c")
         parts = tf.split(tf.constant([1.0, 2.0]), 2)
         tf.identity(parts[1], name="second")
         nodes = {n.name: n for n in graph_def(g, add_shapes=True).node}

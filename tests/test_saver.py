@@ -99,7 +99,7 @@ def test_keep_all_and_keep_every_n_hours(tmp_path):
 
 
 def test_pad_step_number_and_step_tensor(tmp_path):
-    v = tf.Variable(1.0, name="v")
+    tf.Variable(1.0, name="v")  # a variable for the Saver to save
     step = tf.Variable(42, dtype=tf.int64, name="step")
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
