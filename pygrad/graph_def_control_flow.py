@@ -187,7 +187,7 @@ def write_while(w, op):
     cond_region, body = op.attrs["regions"]
     n = op.attrs["n_vars"]
     entry, parent, base = w.controls, w.ctx, op.name
-    frame = f"{base}/while_context"
+    frame = f"{base}/frame/while_context"  # a scope of its own: an importer's loop named by it is not op.name
     parallel = 1 if _stacked(cond_region) or _stacked(body) else 10
     dtypes = [t.dtype for t in op.inputs[:n]]
     enters = [_node(w, "Enter", f"{base}/Enter", [w.tensor(t), *entry],

@@ -14,19 +14,21 @@ X = RNG.standard_normal((4, 3)).astype(np.float32)
 SEQ = RNG.standard_normal((2, 5, 3)).astype(np.float32)
 
 
+# Each case builds its values and returns (values, the tensors their gradients are taken for).
+
+
 def _cond_outputs(p):
     x = tf.placeholder(tf.float32, [4, 3], name="x")
     a, b, c = tf.cond(p, lambda: (x * 2.0, tf.constant(1.5), tf.shape(x)),
                       lambda: (tf.exp(x), tf.reduce_sum(x), tf.constant([0, 1])))
-    return [a, b, c]
+    return [a, b, c], [x]
 
 
 def _nested_cond(p):
     x = tf.placeholder(tf.float32, [4, 3], name="x")
     q = tf.reduce_sum(x) > 0
     inner = lambda: tf.cond(q, lambda: x + 1.0, lambda: tf.constant(np.ones((4, 3), np.float32)))
-    y = tf.cond(p, inner, lambda: tf.cond(tf.logical_not(q), lambda: x * x, lambda: x))
-    return [y] + tf.gradients(tf.reduce_sum(y * y), [x])
+    return [tf.cond(p, inner, lambda: tf.cond(tf.logical_not(q), lambda: x * x, lambda: x))], [x]
 
 
 def _while_vars():
@@ -38,8 +40,7 @@ def _while_vars():
         v = tf.tanh(tf.matmul(v, w) + x)  # w and x: loop invariants
         s = tf.cond(tf.equal(i % 2, 0), lambda: s + tf.reduce_sum(v), lambda: s - 1.0)
         return i + 1, v, s
-    i, v, s = tf.while_loop(lambda i, v, s: i < n, body, [0, x, 0.0])
-    return [i, v, s] + tf.gradients(tf.reduce_sum(v) + s, [x, w])
+    return list(tf.while_loop(lambda i, v, s: i < n, body, [0, x, 0.0])), [x, w]
 
 
 def _nested_loops():
@@ -48,35 +49,30 @@ def _nested_loops():
     def outer(i, v):
         j, u = tf.while_loop(lambda j, u: j < i + 1, lambda j, u: (j + 1, tf.sin(u) * 1.1), [0, v])
         return i + 1, u + v * 0.5
-    _, v = tf.while_loop(lambda i, v: i < 3, outer, [0, x], maximum_iterations=5)
-    return [v] + tf.gradients(tf.reduce_sum(v * v), [x])
+    return list(tf.while_loop(lambda i, v: i < 3, outer, [0, x], maximum_iterations=5)), [x]
 
 
 def _map_and_scan():
     x = tf.placeholder(tf.float32, [4, 3], name="x")
-    m = tf.map_fn(lambda r: tf.reduce_sum(r * r) + r, x)
-    s = tf.scan(lambda acc, r: acc * 0.5 + tf.sin(r), x)
-    return [m, s] + tf.gradients(tf.reduce_sum(m) + tf.reduce_sum(s * s), [x])
+    return [tf.map_fn(lambda r: tf.reduce_sum(r * r) + r, x), tf.scan(lambda acc, r: acc * 0.5 + tf.sin(r), x)], [x]
 
 
 def _lstm():
     x = tf.placeholder(tf.float32, [2, 5, 3], name="seq")
     cell = tf.nn.rnn_cell.LSTMCell(4, initializer=tf.constant_initializer(0.1))
     out, state = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
-    loss = tf.reduce_mean(tf.square(out[:, -1] - 0.5))
-    return out, state, loss
+    return out, state, tf.reduce_mean(tf.square(out[:, -1] - 0.5))
 
 
 def _dynamic_rnn():
-    out, state, loss = _lstm()
-    return [out, state.c, state.h] + tf.gradients(loss, tf.trainable_variables() + [tf.get_default_graph().
-                                                                                   get_tensor_by_name("seq:0")])
+    out, state, _ = _lstm()
+    return [out, state.c, state.h], tf.trainable_variables() + [tf.get_default_graph().get_tensor_by_name("seq:0")]
 
 
-FEEDS = {"x:0": X, "n:0": np.int32(5), "seq:0": SEQ}
+FEEDS = {"x:0": X, "n:0": np.int32(5), "seq:0": SEQ, "p:0": False}
 CASES = {
     "cond_true": lambda: _cond_outputs(tf.constant(True)),
-    "cond_false": lambda: _cond_outputs(tf.placeholder_with_default(False, [])),
+    "cond_false": lambda: _cond_outputs(tf.placeholder(tf.bool, [], name="p")),
     "nested_cond_true": lambda: _nested_cond(tf.constant(True)),
     "nested_cond_false": lambda: _nested_cond(tf.constant(False)),
     "while_vars_invariants_cond": _while_vars,
@@ -86,11 +82,14 @@ CASES = {
 }
 
 
-def _build(case):
+def _build(case, grads=True):
+    """(graph, fetches, feeds, pygrad's values, the variables' initial values); grads: the
+    gradients of sum(sin(value)) for the values that are floats are fetched too."""
     graph = tf.Graph()
     with graph.as_default():
-        tf.set_random_seed(1)
-        fetches = CASES[case]()
+        fetches, xs = CASES[case]()
+        if grads:
+            fetches += tf.gradients([tf.reduce_sum(tf.sin(v)) for v in fetches if v.dtype.is_floating], xs)
         feeds = {k: v for k, v in FEEDS.items() if any(op.name == k[:-2] for op in graph.get_operations())}
         init = tf.global_variables_initializer()
         with tf.Session() as s:
@@ -127,3 +126,52 @@ def _assert_same(ours, theirs, fetches):
         a, b = np.asarray(a), np.asarray(b)
         assert (a.dtype, a.shape) == (b.dtype, b.shape), fetches[k].name
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * np.abs(b).max(initial=1e-1), err_msg=fetches[k].name)
+
+
+def test_five_adam_steps_of_an_lstm_in_tf_are_pygrads(tf_peer):
+    """dynamic_rnn's LSTM and its Adam training op, exported: TF, its variables assigned pygrad's
+    initial values, takes the same five steps (the loop's gradient through its stacks)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        _, _, loss = _lstm()
+        train = tf.train.AdamOptimizer(0.05).minimize(loss)
+        init = tf.global_variables_initializer()
+        variables = tf.global_variables()
+        with tf.Session() as s:
+            s.run(init)
+            start = s.run(variables)
+            losses = [s.run([loss, train], {"seq:0": SEQ})[0] for _ in range(5)]
+            end = s.run(variables)
+    g = tf_peer.Graph()
+    with g.as_default():
+        tf_peer.import_graph_def(tf_peer.GraphDef.FromString(graph.as_graph_def().SerializeToString()), name="")
+        assigns = [tf_peer.assign(g.get_tensor_by_name(v.name), value) for v, value in zip(variables, start)]
+        with tf_peer.Session() as s:
+            s.run(init.name)
+            s.run(assigns)
+            tf_losses = [s.run([loss.name, train.name], {"seq:0": SEQ})[0] for _ in range(5)]
+            tf_end = s.run([v.name for v in variables])
+    np.testing.assert_allclose(losses, tf_losses, rtol=1e-5)
+    assert losses[-1] < losses[0] and all(np.any(a != b) for a, b in zip(start, end))
+    for v, ours, theirs in zip(variables, end, tf_end):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6, err_msg=v.name)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c not in ("map_fn_scan", "dynamic_rnn")])
+def test_pygrads_importer_lifts_what_is_written(case):
+    """export, then pygrad's import_graph_def (which lifts TF1's Switch/Merge and frames into cond
+    and while_loop): the same values under the same names. Without gradients and TensorArrays: the
+    importer rebuilds TF1's loop gradients from the loss rather than reading stacks, and reads
+    TensorArrays as TF's resources, not as the value ops pygrad writes them as."""
+    graph, fetches, feeds, ours, start = _build(case, grads=False)
+    data = graph.as_graph_def().SerializeToString()
+    g = tf.Graph()
+    with g.as_default():
+        tf.import_graph_def(tf.GraphDef.FromString(data), name="")
+        assert {"If", "While"} & {op.type for op in g.get_operations()}
+        assigns = [tf.assign(g.get_tensor_by_name(v.name), value)
+                   for v, value in zip(graph.get_collection("variables"), start)]
+        with tf.Session() as s:
+            s.run(assigns)
+            theirs = s.run([f.name for f in fetches], feeds)
+    _assert_same(ours, theirs, fetches)
