@@ -25,7 +25,7 @@ import numpy as np
 from pygrad import messages
 from pygrad.dtypes import DType, as_dtype, int32
 from pygrad.graph_def_compose import COMPOSE
-from pygrad.graph_def_control_flow import CONTROL_FLOW, own_name
+from pygrad.graph_def_control_flow import CONTROL_FLOW, outer_controls, own_name
 from pygrad.shapes import TensorShape
 
 # The GraphDef version TensorFlow 1.15 writes (core/public/version.h: TF_GRAPH_DEF_VERSION).
@@ -107,7 +107,8 @@ def _reads_before_writes(ops):
     neither feeds nor depends on and that can run whenever it does: a stateless op whose other
     inputs are constants or what the writer depends on."""
     index = {op: i for i, op in enumerate(ops)}
-    preds = {op: [p for p in (*(t.op for t in op.inputs), *op.control_inputs) if p in index] for op in ops}
+    preds = {op: [p for p in (*(t.op for t in op.inputs), *op.control_inputs,
+                              *(outer_controls(op) if op.type in CONTROL_FLOW else ())) if p in index] for op in ops}
     succ = {op: [] for op in ops}
     for op in ops:
         for p in preds[op]:

@@ -21,9 +21,10 @@ push or pop run one iteration at a time (parallel_iterations 1), which keeps the
 iteration order; others run TF1's default of 10 in parallel.
 
 The op's outputs are then the Merges or Exits, to which graph_def.py gives the op's name
-(IdentityN). Control inputs go on the nodes that enter the cond or the loop; a control input
-from another loop frame is dropped where it is a gradient's wait for its forward op (the popped
-values order them), and otherwise raises NotExportableError.
+(IdentityN). Its control inputs go on the nodes that enter the cond or the loop. An op inside a
+loop with a control input made outside it waits for that input's output 0 entered into the frame
+(as TF1's WhileContext does); a gradient's wait for its forward op in another frame is dropped
+(the popped values order them); other control inputs across frames raise NotExportableError.
 """
 import numpy as np
 
@@ -86,17 +87,35 @@ def _typed(dtype, key="T"):
 
 
 def _controls(w, op):
-    """The "^name" inputs of the nodes of op, a region's op: its control inputs and waits in its frame."""
-    frame = _frame(op._control_flow_context)
+    """The "^name" inputs of the nodes of op, a region's op being written in w.ctx: its control
+    inputs (one made outside its loop through the Enter of its output 0, as TF1 brings it in) and
+    the readers it waits for in its frame."""
+    frame, enclosing = _frame(op._control_flow_context), set(op._control_flow_context.chain())
     forward = {r.forward.op for r in op.attrs.get("regions", ()) if r.forward is not None}
     out = []
     for c in op.control_inputs:
         if _frame(c._control_flow_context) is frame:
             out.append(f"^{c.name}")
-        elif c not in forward:
-            raise w.unexportable(op.error(f"its control input {c.name} is in another loop frame: TF's frames take "
-                                          f"control inputs from their own frame only"))
+        elif (c._control_flow_context is None or c._control_flow_context in enclosing) and c.outputs:
+            out.append(f"^{w.ctx.name(c.outputs[0])}")
+        elif c not in forward:  # a gradient's wait for its forward op: the popped values order them
+            raise w.unexportable(op.error(f"its control input {c.name} is in another loop frame and has no output "
+                                          f"to enter this one"))
     out += [f"^{c.name}" for c in w.before.get(op, ()) if _frame(c._control_flow_context) is frame]
+    return out
+
+
+def outer_controls(op):
+    """The control inputs of the ops of op's regions (nested ones too) made outside op: what op,
+    an If or While, waits for besides its inputs."""
+    regions, inside, out = list(op.attrs["regions"]), set(), []
+    for r in regions:
+        for m in r.members:
+            inside.add(m)
+            if m.type in CONTROL_FLOW:
+                regions += [n for n in m.attrs["regions"] if n not in regions]
+    for r in regions:
+        out += [c for m in r.members for c in m.control_inputs if c not in inside and c is not op and c not in out]
     return out
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import pygrad as tf
+from pygrad.graph_def import NotExportableError
 
 RNG = np.random.RandomState(3)
 X = RNG.standard_normal((4, 3)).astype(np.float32)
@@ -175,3 +176,44 @@ def test_pygrads_importer_lifts_what_is_written(case):
             s.run(assigns)
             theirs = s.run([f.name for f in fetches], feeds)
     _assert_same(ours, theirs, fetches)
+
+
+def _bumped_sum(t):
+    """A loop whose body waits for an update made outside it: t is pygrad or TF."""
+    v = t.Variable(1.0, name="v")
+    bump = t.assign_add(v, 1.0, name="bump")
+
+    def body(i, s):
+        with t.control_dependencies([bump]):
+            return i + 1, s + t.identity(v)
+    return t.while_loop(lambda i, s: i < 3, body, [0, 0.0])[1]
+
+
+def test_a_control_input_from_outside_a_loop_enters_its_frame(tf_peer):
+    """In TF the exported body waits for the update, through the Enter of its output, as the same
+    program built in TF does (TF's WhileContext brings it in so)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        s = _bumped_sum(tf)
+        init = tf.global_variables_initializer()
+    exported = graph.as_graph_def().SerializeToString()
+    with tf_peer.Graph().as_default():
+        tf_peer.import_graph_def(tf_peer.GraphDef.FromString(exported), name="")
+        theirs = _init_and_run(tf_peer, init.name, s.name)
+    with tf_peer.Graph().as_default():
+        native = _bumped_sum(tf_peer)
+        expected = _init_and_run(tf_peer, tf_peer.global_variables_initializer(), native)
+    assert theirs == expected == 6.0
+
+
+def _init_and_run(peer, init, fetch):
+    with peer.Session() as sess:
+        sess.run(init)
+        return sess.run(fetch)
+
+
+def test_a_cond_without_outputs_raises_naming_it_and_its_line():
+    p = tf.placeholder(tf.bool, [], name="p")
+    tf.cond(p, lambda: None, lambda: None)
+    with pytest.raises(NotExportableError, match=r"If 'cond/If'.*without outputs(.|\n)*test_graph_def_control_flow"):
+        tf.get_default_graph().as_graph_def()
