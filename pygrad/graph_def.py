@@ -330,7 +330,7 @@ class _Writer:
         saved = self.op, self.controls
         self.op = op
         self.controls = [f"^{c.name}" for c in [*op.control_inputs, *waits]] if controls is None else controls
-        written = len(self.graph_def.node)
+        written, stacks = len(self.graph_def.node), dict(self.stacks)
         try:
             compose = COMPOSE.get(op.type) or CONTROL_FLOW.get(op.type)
             if compose is not None:
@@ -348,6 +348,7 @@ class _Writer:
             if not picture:
                 raise
             del self.graph_def.node[written:]  # what was written of it before the error
+            self.stacks = stacks
             self.picture(op)
         finally:
             self.op, self.controls = saved
