@@ -14,7 +14,8 @@ input from a node of it (switch_t or switch_f, the first Merge for the condition
 Identity for the body), as TF adds, so it runs in its branch, once per iteration.
 
 The gradient of a loop (pygrad/control_flow_grad.py) reads values of the forward body (a
-region's `pops`): they are written as TF1's gradients write them, a StackV2 per value, a
+region's `pops`, and the tensors whose shapes it reads): they are written as TF1's gradients
+write them, a StackV2 per value, a
 StackPushV2 in the forward region (a control input of the iteration counter's NextIteration, or
 of its cond's first Merge, so that it runs) and a StackPopV2 in the gradient region. Loops that
 push or pop run one iteration at a time (parallel_iterations 1), which keeps the stacks in
@@ -43,12 +44,24 @@ class Context:
     outside is brought in once by bring(outer name, dtype) (a Switch or an Enter); alias holds the
     region's own names for its loop variables and popped values."""
 
-    def __init__(self, region, parent, bring, anchor):
-        self.region, self.parent, self.bring, self.anchor = region, parent, bring, anchor
+    def __init__(self, w, region, parent, bring, anchor):
+        self.w, self.region, self.parent, self.bring, self.anchor = w, region, parent, bring, anchor
         self.alias = {}
+        self.frames = {_frame(r) for r in region.chain()} | {None}
 
     def name(self, t):
-        return self.value(t, t.dtype, lambda: own_name(t), t.op._control_flow_context)
+        home = t.op._control_flow_context
+        if _frame(home) not in self.frames and not any(t in c.alias for c in self.chain()):
+            raise self.w.unexportable(self.w.op.error(
+                f"it reads {t.name} of another loop frame, which TF's frames do not allow (pygrad writes a loop "
+                f"gradient's reads of its forward loop's values, and of their shapes, through stacks)"))
+        return self.value(t, t.dtype, lambda: own_name(t), home)
+
+    def chain(self):
+        c = self
+        while c is not None:
+            yield c
+            c = c.parent
 
     def value(self, key, dtype, outer, home=None):
         """The name of value key (a tensor, or a stack) in this region; outer() its name in region
@@ -133,7 +146,7 @@ def _write_members(w, ctx):
         w.anchor = None
         pushes = []
         for b in ctx.region.backwards:
-            for t in b.pops:
+            for t in _popped(b):
                 handle = _stack(w, ctx, b, t)
                 pushes.append(_node(w, "StackPushV2", f"{ctx.region.op.name}/StackPush", [handle, ctx.name(t)],
                                     {"T": t.dtype, "swap_memory": False}))
@@ -155,15 +168,26 @@ def _stack(w, ctx, backward, t):
 
 def _pops(w, ctx):
     """Pops the values ctx.region takes from its forward region's stacks; they are its names for them."""
-    for t in ctx.region.pops:
+    for t in _popped(ctx.region):
         handle = _stack(w, ctx, ctx.region, t)
         ctx.alias[t] = _node(w, "StackPopV2", f"{ctx.region.op.name}/StackPop", [handle, f"^{ctx.anchor}"],
                              {"elem_type": t.dtype})
 
 
+def _popped(region):
+    """The values of region.forward that region takes from stacks: its pops, and the tensors of a
+    forward loop's region whose shapes its ops read (which pygrad reads from the forward plan)."""
+    forward = region.forward
+    if forward is None or not forward.in_loop():
+        return region.pops
+    shapes = [t for m in sorted(region.members, key=lambda o: o._id) for i, t in enumerate(m.inputs)
+              if i in m.opdef.shape_only_inputs and t.op._control_flow_context is forward]
+    return region.pops + [t for k, t in enumerate(shapes) if t not in region.pops and t not in shapes[:k]]
+
+
 def _stacked(region):
     """Whether region, or a region inside it, pushes or pops."""
-    return bool(region.pops or any(b.pops for b in region.backwards)) or any(
+    return bool(_popped(region) or any(_popped(b) for b in region.backwards)) or any(
         _stacked(r) for m in region.members if m.type in ("If", "While") for r in m.attrs["regions"])
 
 
@@ -191,7 +215,7 @@ def write_if(w, op):
 
     sides, pushes = [], []
     for side, region in ((0, false_region), (1, true_region)):
-        ctx = Context(region, parent, bring(side), pivots[side])
+        ctx = Context(w, region, parent, bring(side), pivots[side])
         _pops(w, ctx)
         pushes += _write_members(w, ctx)
         sides.append([ctx.name(t) for t in region.outputs])
@@ -224,13 +248,13 @@ def write_while(w, op):
             w.invariants.add(constants[name])
         return constants[name]
 
-    ctx = Context(cond_region, parent, bring, merges[0])
+    ctx = Context(w, cond_region, parent, bring, merges[0])
     ctx.alias.update(zip(cond_region.placeholders, merges))
     _write_members(w, ctx)
     loop_cond = _node(w, "LoopCond", f"{base}/LoopCond", [ctx.name(cond_region.outputs[0])], {})
     switches = [_node(w, "Switch", f"{base}/Switch", [m, loop_cond], {"T": d}) for m, d in zip(merges, dtypes)]
     identities = [_node(w, "Identity", f"{base}/Identity", [f"{s}:1"], {"T": d}) for s, d in zip(switches, dtypes)]
-    ctx = Context(body, parent, bring, identities[0])
+    ctx = Context(w, body, parent, bring, identities[0])
     ctx.alias.update(zip(body.placeholders, identities))
     _pops(w, ctx)
     pushes = _write_members(w, ctx)

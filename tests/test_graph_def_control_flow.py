@@ -2,8 +2,8 @@
 Enter, Merge, LoopCond, Switch, NextIteration and Exit; pygrad/graph_def_control_flow.py): TF imports
 the GraphDef and computes pygrad's values (conds on both predicates, nested, in loops; loops with
 several variables and invariants, map_fn, scan, dynamic_rnn, and their gradients, popped from
-stacks), an LSTM trains five Adam steps in TF as in pygrad, and pygrad's own importer lifts what is
-written back into cond and while_loop with the same values."""
+stacks), and pygrad's own importer lifts what is written back into cond and while_loop with the
+same values. (tests/test_graph_def_export.py trains an LSTM five Adam steps in TF as in pygrad.)"""
 import numpy as np
 import pytest
 
@@ -109,15 +109,20 @@ def test_tf_runs_exported_control_flow_with_pygrads_values(tf_peer, case):
     graph, fetches, feeds, ours, start = _build(case)
     gd = graph.as_graph_def()
     assert {"Switch", "Merge"} <= _types(gd) and not {"If", "While"} & _types(gd)
-    g = tf_peer.Graph()
+    _assert_same(ours, _imported_values(tf_peer, gd.SerializeToString(), graph, start, fetches, feeds), fetches)
+
+
+def _imported_values(t, data, graph, start, fetches, feeds):
+    """The fetches run by t (TF, or pygrad) from the GraphDef's bytes, graph's variables assigned start."""
+    g = t.Graph()
     with g.as_default():
-        tf_peer.import_graph_def(tf_peer.GraphDef.FromString(gd.SerializeToString()), name="")
-        assigns = [tf_peer.assign(g.get_tensor_by_name(v.name), value)
+        t.import_graph_def(t.GraphDef.FromString(data), name="")
+        assert t is not tf or {"If", "While"} & {op.type for op in g.get_operations()}
+        assigns = [t.assign(g.get_tensor_by_name(v.name), value)
                    for v, value in zip(graph.get_collection("variables"), start)]
-        with tf_peer.Session() as s:
+        with t.Session() as s:
             s.run(assigns)
-            theirs = s.run([f.name for f in fetches], feeds)
-    _assert_same(ours, theirs, fetches)
+            return s.run([f.name for f in fetches], feeds)
 
 
 def _assert_same(ours, theirs, fetches):
@@ -129,35 +134,6 @@ def _assert_same(ours, theirs, fetches):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * np.abs(b).max(initial=1e-1), err_msg=fetches[k].name)
 
 
-def test_five_adam_steps_of_an_lstm_in_tf_are_pygrads(tf_peer):
-    """dynamic_rnn's LSTM and its Adam training op, exported: TF, its variables assigned pygrad's
-    initial values, takes the same five steps (the loop's gradient through its stacks)."""
-    graph = tf.Graph()
-    with graph.as_default():
-        _, _, loss = _lstm()
-        train = tf.train.AdamOptimizer(0.05).minimize(loss)
-        init = tf.global_variables_initializer()
-        variables = tf.global_variables()
-        with tf.Session() as s:
-            s.run(init)
-            start = s.run(variables)
-            losses = [s.run([loss, train], {"seq:0": SEQ})[0] for _ in range(5)]
-            end = s.run(variables)
-    g = tf_peer.Graph()
-    with g.as_default():
-        tf_peer.import_graph_def(tf_peer.GraphDef.FromString(graph.as_graph_def().SerializeToString()), name="")
-        assigns = [tf_peer.assign(g.get_tensor_by_name(v.name), value) for v, value in zip(variables, start)]
-        with tf_peer.Session() as s:
-            s.run(init.name)
-            s.run(assigns)
-            tf_losses = [s.run([loss.name, train.name], {"seq:0": SEQ})[0] for _ in range(5)]
-            tf_end = s.run([v.name for v in variables])
-    np.testing.assert_allclose(losses, tf_losses, rtol=1e-5)
-    assert losses[-1] < losses[0] and all(np.any(a != b) for a, b in zip(start, end))
-    for v, ours, theirs in zip(variables, end, tf_end):
-        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6, err_msg=v.name)
-
-
 @pytest.mark.parametrize("case", [c for c in CASES if c not in ("map_fn_scan", "dynamic_rnn")])
 def test_pygrads_importer_lifts_what_is_written(case):
     """export, then pygrad's import_graph_def (which lifts TF1's Switch/Merge and frames into cond
@@ -165,17 +141,8 @@ def test_pygrads_importer_lifts_what_is_written(case):
     importer rebuilds TF1's loop gradients from the loss rather than reading stacks, and reads
     TensorArrays as TF's resources, not as the value ops pygrad writes them as."""
     graph, fetches, feeds, ours, start = _build(case, grads=False)
-    data = graph.as_graph_def().SerializeToString()
-    g = tf.Graph()
-    with g.as_default():
-        tf.import_graph_def(tf.GraphDef.FromString(data), name="")
-        assert {"If", "While"} & {op.type for op in g.get_operations()}
-        assigns = [tf.assign(g.get_tensor_by_name(v.name), value)
-                   for v, value in zip(graph.get_collection("variables"), start)]
-        with tf.Session() as s:
-            s.run(assigns)
-            theirs = s.run([f.name for f in fetches], feeds)
-    _assert_same(ours, theirs, fetches)
+    _assert_same(ours, _imported_values(tf, graph.as_graph_def().SerializeToString(), graph, start, fetches, feeds),
+                 fetches)
 
 
 def _bumped_sum(t):

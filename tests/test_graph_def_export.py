@@ -1,8 +1,8 @@
 """A pygrad graph written as TensorFlow's GraphDef (Graph.as_graph_def, pygrad/graph_def.py) is one
 TensorFlow imports and runs with pygrad's numbers: for a table of small graphs (every op type with
 a TF counterpart, conds and loops, and the gradient helpers and fused updates TF spells as several
-ops), the values TF computes from the imported GraphDef are pygrad's; an MLP and a convnet train
-five Adam steps in TF as in pygrad; every op either exports or is listed, with its reason, as not
+ops), the values TF computes from the imported GraphDef are pygrad's; an MLP, a convnet and an
+LSTM (dynamic_rnn) train five Adam steps in TF as in pygrad; every op either exports or is listed, with its reason, as not
 exportable."""
 import sys
 
@@ -487,7 +487,15 @@ def _convnet():
                   "labels:0": np.eye(4, dtype=np.float32)[rng.randint(0, 4, 5)]}
 
 
-@pytest.mark.parametrize("model", [_mlp, _convnet])
+def _lstm():
+    """tf.nn.dynamic_rnn: a loop whose gradient pops the forward loop's values from stacks."""
+    x = tf.placeholder(tf.float32, [None, 5, 3], name="x")
+    out, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.LSTMCell(4), x, dtype=tf.float32)
+    loss = tf.reduce_mean(tf.square(out[:, -1] - 0.5))
+    return loss, {"x:0": np.random.RandomState(3).standard_normal((2, 5, 3)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("model", [_mlp, _convnet, _lstm])
 def test_five_adam_steps_in_tf_are_pygrads(tf_peer, model):
     """A model and its Adam training op, exported: TF, its variables assigned pygrad's initial
     values, takes the same five steps (gradients and Adam's slots included): same losses, same
