@@ -14,11 +14,11 @@ names the same value in TensorFlow. Inputs are "op" for output 0, "op:1" for oth
 for control inputs, after the data inputs; with add_shapes, "_output_shapes" lists the static
 shapes of a node's outputs, as TF's `Graph.as_graph_def(add_shapes=True)` writes them.
 
-An update of a variable waits (control inputs) for the readers pygrad runs before it
-(_reads_before_writes). What TF holds as functions or Python (loops and conds with regions,
-py_func, dataset iterators) raises NotExportableError naming the op; with picture=True
-(TensorBoard's graph tab) such an op is written as a node of its type with its inputs, for the
-picture only.
+Conds and loops (If and While, with their regions' ops) are written as TF1's dataflow control
+flow by graph_def_control_flow.py. An update of a variable waits (control inputs) for the readers
+pygrad runs before it (_reads_before_writes). What TF holds as Python (py_func, dataset
+iterators) raises NotExportableError naming the op; with picture=True (TensorBoard's graph tab)
+such an op is written as a node of its type with its inputs, for the picture only.
 """
 import numpy as np
 
