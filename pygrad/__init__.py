@@ -157,6 +157,7 @@ train.summary_iterator = summary.summary_iterator
 
 # ---- control flow: cond, case, while_loop, TensorArray, map_fn, scan
 from pygrad.ops.control_flow_ops import case, cond, while_loop  # noqa: E402,F401
+from pygrad.ops.identity_n import identity_n  # noqa: E402,F401
 from pygrad import control_flow_grad as _control_flow_grad  # noqa: E402,F401  (registers cond and loop gradients)
 from pygrad.ops.functional_ops import map_fn, scan  # noqa: E402,F401
 from pygrad.ops.tensor_array_ops import TensorArray  # noqa: E402,F401

@@ -14,17 +14,18 @@ names the same value in TensorFlow. Inputs are "op" for output 0, "op:1" for oth
 for control inputs, after the data inputs; with add_shapes, "_output_shapes" lists the static
 shapes of a node's outputs, as TF's `Graph.as_graph_def(add_shapes=True)` writes them.
 
-An update of a variable waits (control inputs) for the readers pygrad runs before it
-(_reads_before_writes). What TF holds as functions or Python (loops and conds with regions,
-py_func, dataset iterators) raises NotExportableError naming the op; with picture=True
-(TensorBoard's graph tab) such an op is written as a node of its type with its inputs, for the
-picture only.
+Conds and loops (If and While, with their regions' ops) are written as TF1's dataflow control
+flow by graph_def_control_flow.py. An update of a variable waits (control inputs) for the readers
+pygrad runs before it (_reads_before_writes). What TF holds as Python (py_func, dataset
+iterators) raises NotExportableError naming the op; with picture=True (TensorBoard's graph tab)
+such an op is written as a node of its type with its inputs, for the picture only.
 """
 import numpy as np
 
 from pygrad import messages
 from pygrad.dtypes import DType, as_dtype, int32
 from pygrad.graph_def_compose import COMPOSE
+from pygrad.graph_def_control_flow import CONTROL_FLOW, outer_controls, own_name
 from pygrad.shapes import TensorShape
 
 # The GraphDef version TensorFlow 1.15 writes (core/public/version.h: TF_GRAPH_DEF_VERSION).
@@ -65,10 +66,10 @@ def graph_def(graph, add_shapes=False, from_version=None, picture=False):
     writer = _Writer(graph, add_shapes)
     ops = graph.get_operations()[from_version or 0:]
     hidden = _hidden_state(ops)
-    before = _reads_before_writes(ops)
+    writer.before = _reads_before_writes(ops)
     for op in ops:
-        if op not in hidden:
-            writer.write(op, picture, before.get(op, ()))
+        if op not in hidden and op._control_flow_context is None:  # a region's ops: written by its If or While
+            writer.write(op, picture, writer.before.get(op, ()))
     return writer.graph_def
 
 
@@ -106,7 +107,8 @@ def _reads_before_writes(ops):
     neither feeds nor depends on and that can run whenever it does: a stateless op whose other
     inputs are constants or what the writer depends on."""
     index = {op: i for i, op in enumerate(ops)}
-    preds = {op: [p for p in (*(t.op for t in op.inputs), *op.control_inputs) if p in index] for op in ops}
+    preds = {op: [p for p in (*(t.op for t in op.inputs), *op.control_inputs,
+                              *(outer_controls(op) if op.type in CONTROL_FLOW else ())) if p in index] for op in ops}
     succ = {op: [] for op in ops}
     for op in ops:
         for p in preds[op]:
@@ -238,8 +240,13 @@ class _Writer:
         self.graph_def.versions.producer = PRODUCER
         self.add_shapes = add_shapes
         self.taken = {op.name for op in graph.get_operations()}
-        self.op = None  # the op being written: its control inputs and device go on every node written for it
-        self.waits = ()  # the readers it waits for (_reads_before_writes), control inputs too
+        self.op = None  # the op being written: its device goes on every node written for it
+        self.controls = []  # "^name" inputs of every node written for it: its control inputs, the readers it waits for
+        self.before = {}  # {op: the readers it waits for} (_reads_before_writes)
+        self.ctx = None  # the cond branch or loop region being written (graph_def_control_flow.Context)
+        self.anchor = None  # a node of that region: the control input of its nodes that read nothing of it
+        self.invariants = set()  # the loop invariants (Enter nodes with is_constant) of the frames written
+        self.stacks = {}  # {("stack", gradient region, tensor): the StackV2 of its values}
 
     # ---- nodes
     def node(self, type, name, inputs=(), attrs=None, shapes=None, exact=False):
@@ -247,8 +254,10 @@ class _Writer:
         if not exact:
             name = self.unique(name)
         node = self.graph_def.node.add(name=name, op=type, input=list(inputs))
+        if self.anchor is not None and all(i in self.invariants for i in inputs):
+            node.input.append(f"^{self.anchor}")  # else it would run outside its branch, or once per frame
+        node.input.extend(self.controls)
         if self.op is not None:
-            node.input.extend(f"^{c.name}" for c in [*self.op.control_inputs, *self.waits])
             node.device = self.op.device if isinstance(self.op.device, str) else ""
         for key, value in (attrs or {}).items():
             set_attr(node.attr[key], value)
@@ -268,10 +277,10 @@ class _Writer:
     def scoped(self, suffix):
         return f"{self.op.name}/{suffix}"
 
-    @staticmethod
-    def tensor(t):
-        """The TF name of a pygrad tensor (composed ops end in a node of the op's name)."""
-        return t.op.name if t.value_index == 0 else f"{t.op.name}:{t.value_index}"
+    def tensor(self, t):
+        """The TF name of a pygrad tensor (composed ops end in a node of the op's name) where the
+        region being written reads it."""
+        return own_name(t) if self.ctx is None else self.ctx.name(t)
 
     def const(self, value, dtype, name):
         value = np.asarray(value, dtype=as_dtype(dtype).np)
@@ -316,11 +325,14 @@ class _Writer:
                          shapes=[[len(items)]])
 
     # ---- ops
-    def write(self, op, picture, waits=()):
-        self.op, self.waits = op, waits
-        written = len(self.graph_def.node)
+    def write(self, op, picture, waits=(), controls=None):
+        """Writes op's nodes; controls: their control inputs (op's and waits', if None)."""
+        saved = self.op, self.controls
+        self.op = op
+        self.controls = [f"^{c.name}" for c in [*op.control_inputs, *waits]] if controls is None else controls
+        written, stacks = len(self.graph_def.node), dict(self.stacks)
         try:
-            compose = COMPOSE.get(op.type)
+            compose = COMPOSE.get(op.type) or CONTROL_FLOW.get(op.type)
             if compose is not None:
                 outs = compose(self, op)
             elif op.opdef.tf.type is None:
@@ -336,9 +348,10 @@ class _Writer:
             if not picture:
                 raise
             del self.graph_def.node[written:]  # what was written of it before the error
+            self.stacks = stacks
             self.picture(op)
         finally:
-            self.op, self.waits = None, ()
+            self.op, self.controls = saved
 
     def final(self, type, inputs, attrs=None):
         """The last node of a composition: named op.name, with op's output shapes; returns op's output names."""

@@ -68,6 +68,7 @@ _ARRAY = {
     "ZerosLike":      tf("ZerosLike",    derived="T=in0"),
     "OnesLike":       tf("OnesLike",     derived="T=in0"),
     "Identity":       tf("Identity",     derived="T=in0"),
+    "IdentityN":      tf("IdentityN",    derived="T=ins"),
     "StopGradient":   tf("StopGradient", derived="T=in0"),
     "Reshape":        tf("Reshape",      inputs="shape", derived="T=in0 Tshape=int32", ins="tensor -*",
                          note="shape may read sizes of the inputs after the first (TF: Shape, StridedSlice, Pack)"),

@@ -1,8 +1,9 @@
 """A pygrad graph written as TensorFlow's GraphDef (Graph.as_graph_def, pygrad/graph_def.py) is one
 TensorFlow imports and runs with pygrad's numbers: for a table of small graphs (every op type with
-a TF counterpart, and the gradient helpers and fused updates TF spells as several ops), the values
-TF computes from the imported GraphDef are pygrad's; an MLP and a convnet train five Adam steps in
-TF as in pygrad; every op either exports or is listed, with its reason, as not exportable."""
+a TF counterpart, conds and loops, and the gradient helpers and fused updates TF spells as several
+ops), the values TF computes from the imported GraphDef are pygrad's; an MLP, a convnet and an
+LSTM (dynamic_rnn) train five Adam steps in TF as in pygrad; every op either exports or is listed, with its reason, as not
+exportable."""
 import sys
 
 import numpy as np
@@ -251,12 +252,22 @@ def _tensor_array(p):
     return ys + _grads(ys, x)
 
 
+def _control_flow(p):
+    """A cond and a loop (TF1's Switch/Merge and loop frames; tests/test_graph_def_control_flow.py
+    has the rest), and identity_n."""
+    x = p(X)
+    y = tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: x - 1.0)
+    _, v = tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, tf.sin(v) + y), [0, x])
+    ys = [y, v, *tf.identity_n([v, y * 3.0])]
+    return ys + _grads(ys, x)
+
+
 CASES = {
     "unary": _unary, "binary": _binary, "compare": _compare, "dtypes": _dtypes, "matmul": _matmul, "reductions": _reductions,
     "prod_second_order": _prod_second_order, "broadcasting": _broadcasting, "array": _array, "manip": _manip,
     "slices": _slices, "scatter": _scatter, "sequences": _sequences, "top_k": _top_k, "losses": _losses,
     "conv": _conv, "linalg": _linalg, "clip": _clip, "host_values": _host_values, "variables": _variables,
-    "summaries": _summaries, "tensor_array": _tensor_array,
+    "summaries": _summaries, "tensor_array": _tensor_array, "control_flow": _control_flow,
     **{f"optimizer_{k}": _optimizer(v) for k, v in OPTIMIZERS.items()},
     **{f"sparse_optimizer_{k}": _optimizer(OPTIMIZERS[k], sparse=True) for k in SPARSE_OPTIMIZERS},
 }
@@ -396,9 +407,6 @@ def test_random_ops_draw_in_tf_with_the_seeds(tf_peer, name):
 
 # Changing this set is a deliberate act, as the op-identity table's NO_TF_COUNTERPART is.
 NOT_EXPORTABLE = {
-    "If": "TF's If takes its branches as functions of the GraphDef's library, which pygrad does not write",
-    "While": "TF's While takes its condition and body as functions of the library",
-    "LoopVar": "a loop body's argument: an argument of the body's function in TF",
     "PyFunc": "TF's PyFunc calls a Python function registered in the process that built its graph",
     "IteratorGetNext": "a dataset iterator: in TF a resource made from the dataset's graph (its functions)",
     "MakeIterator": "a dataset iterator's initializer (see IteratorGetNext)",
@@ -418,8 +426,6 @@ def test_every_op_exports_or_is_listed():
 
 def _unexportable_graph():
     x = tf.placeholder(tf.float32, [3], name="x")
-    tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: x - 1.0)
-    tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 2.0), [0, x])
     tf.py_func(lambda a: a * 2, [x], tf.float32)
     iterator = tf.data.Dataset.from_tensor_slices(np.arange(4.0, dtype=np.float32)).make_initializable_iterator()
     return iterator.get_next()
@@ -482,7 +488,15 @@ def _convnet():
                   "labels:0": np.eye(4, dtype=np.float32)[rng.randint(0, 4, 5)]}
 
 
-@pytest.mark.parametrize("model", [_mlp, _convnet])
+def _lstm():
+    """tf.nn.dynamic_rnn: a loop whose gradient pops the forward loop's values from stacks."""
+    x = tf.placeholder(tf.float32, [None, 5, 3], name="x")
+    out, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.LSTMCell(4), x, dtype=tf.float32)
+    loss = tf.reduce_mean(tf.square(out[:, -1] - 0.5))
+    return loss, {"x:0": np.random.RandomState(3).standard_normal((2, 5, 3)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("model", [_mlp, _convnet, _lstm])
 def test_five_adam_steps_in_tf_are_pygrads(tf_peer, model):
     """A model and its Adam training op, exported: TF, its variables assigned pygrad's initial
     values, takes the same five steps (gradients and Adam's slots included): same losses, same
