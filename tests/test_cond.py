@@ -83,3 +83,28 @@ def test_matches_tensorflow():
     for a, b in zip(np.concatenate([np.ravel(v) for r in results[0] for v in r]),
                     np.concatenate([np.ravel(v) for r in results[1] for v in r])):
         assert abs(a - b) <= 1e-5 * max(1.0, abs(b))
+
+
+@pytest.mark.parametrize("pred", [True, False])
+def test_ops_inside_wait_for_control_inputs_made_outside(pred):
+    """An op of a loop body or a branch that waits for an update made outside them: the update runs
+    before the loop or cond (TF1 brings the control input into the frame), whichever branch runs."""
+    v = tf.Variable(1.0, name="v")
+    bump = tf.assign_add(v, 1.0, name="bump")
+
+    def body(i, s):
+        with tf.control_dependencies([bump]):
+            return i + 1, s + tf.identity(v)
+
+    total = tf.while_loop(lambda i, s: i < 3, body, [0, 0.0])[1]
+    p = tf.placeholder(tf.bool, [])
+
+    def waits():
+        with tf.control_dependencies([bump]):
+            return tf.identity(v) * 10.0
+
+    branch = tf.cond(p, waits, lambda: tf.constant(-1.0))
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        assert sess.run(total) == 6.0 and sess.run(v) == 2.0  # TF gives 6.0: the body reads v after the bump
+        assert sess.run(branch, {p: pred}) == (30.0 if pred else -1.0) and sess.run(v) == 3.0

@@ -34,6 +34,7 @@ class Region:
         self.kind, self.parent, self.forward = kind, parent, forward
         self.members, self.placeholders, self.outputs = set(), [], []
         self.captures, self.pops, self.backwards = [], [], []
+        self.controls = []  # ops made outside it that its ops wait for: the If or While op waits for them
         self.op = None
         if forward is not None:
             forward.backwards.append(self)
@@ -86,8 +87,21 @@ def _close(region):
     for op in sorted(region.members, key=lambda o: o._id):
         for i, t in enumerate(op.inputs):
             sort(t, i in op.opdef.shape_only_inputs)
+        for c in op.control_inputs:
+            src = c._control_flow_context
+            if c not in region.members and (src is None or src in outer) and c not in region.controls:
+                region.controls.append(c)
     for t in region.outputs:
         sort(t, False)
+
+
+def _wait_for_controls(op, regions):
+    """op (an If or While) waits for what the ops of its regions wait for outside them (TF1 brings
+    such a control input into the cond or loop; here the whole op waits)."""
+    for r in regions:
+        for c in r.controls:
+            if c not in op.control_inputs:
+                op._add_control_input(c)
 
 
 # ---------------------------------------------------------------- lowering helpers
@@ -218,6 +232,7 @@ def _build_cond(pred, true_fn, false_fn, name, forward=(None, None), after=None)
     op = op_out.op if isinstance(op_out, Tensor) else op_out[0].op if isinstance(op_out, (list, tuple)) else op_out
     for r in regions:
         r.op = op
+    _wait_for_controls(op, regions)
     if after is not None:
         op._add_control_input(after)
     return list(op.outputs), results[0]
@@ -426,6 +441,7 @@ def _build_while(cond_fn, body_fn, loop_vars, shape_invariants, maximum_iteratio
                      back_prop=back_prop, name="While")
     op = outs[0].op
     cond_region.op = body.op = op
+    _wait_for_controls(op, (cond_region, body))
     if after is not None:
         op._add_control_input(after)
     return list(outs), templates
