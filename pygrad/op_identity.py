@@ -412,7 +412,7 @@ _HOST = {
     "DecodePng":      tf("DecodePng",    attrs="channels dtype"),
     "DecodeImage":    tf("DecodeImage",  attrs="channels dtype"),
     "EncodePng":      tf("EncodePng",    attrs="compression", derived="T=in0"),
-    "EncodeJpeg":     tf("EncodeJpeg",   attrs="quality progressive optimize_for_size chroma_downsampling"),
+    "EncodeJpeg":     tf("EncodeJpeg",   attrs="quality progressive optimize_for_size=optimize_size chroma_downsampling"),
 }
 
 # ---------------------------------------------------------------- train

@@ -2,7 +2,8 @@
 on the host through Pillow (an optional dependency: `pip install pillow`, or pygrad's `image`
 extra), imported when an op first runs, not with pygrad.
 
-Decoded images are uint8 (or uint16 for 16-bit grayscale PNGs) [height, width, channels]; channels
+JPEGs decode with libjpeg's accurate integer DCT (TF's dct_method INTEGER_ACCURATE; TF's default,
+the fast DCT, differs by a few levels). Decoded images are uint8 (or uint16 for 16-bit grayscale PNGs) [height, width, channels]; channels
 0 keeps the file's (decode_image reads JPEG, PNG and BMP files, not GIF; (1 gray, 2 gray and alpha, 3 RGB, 4 RGBA; palettes expand to RGB, or RGBA when
 they have transparency), 1, 3 or 4 convert.) Encoded images are bytes scalars.
 """
@@ -53,10 +54,12 @@ def _pixels(image, channels, dtype, what):
     return a.astype(np.uint16) * 257 if dtype == dtypes.uint16 else a
 
 
-def _open(data, formats, what):
+def _open(data, formats, what, channels):
     Image = pillow()
     try:
         image = Image.open(io.BytesIO(bytes(data)), formats=formats)
+        if image.format == "JPEG" and channels == 1:
+            image.draft("L", image.size)  # libjpeg's own luma, as TF's decoder asks for
         image.load()
     except Exception as e:  # Pillow raises many kinds for a bad file
         raise HostError(f"{what}: the contents are not a valid {' or '.join(formats)} image ({e})") from None
@@ -82,7 +85,7 @@ def _decode_op(type_name, formats, *attrs_of):
 
     @d.host
     def _(ctx, op, values):
-        image = _open(values[0], formats, op.type)
+        image = _open(values[0], formats, op.type, op.attrs["channels"])
         image.seek(0)
         return [_pixels(image, op.attrs["channels"], op.attrs.get("dtype", dtypes.uint8), op.type)]
 
