@@ -1,5 +1,5 @@
 """tf.image against TensorFlow: one table of cases, each a call made the same way on pygrad and on
-TensorFlow's tf.image (eager, TensorFlow 2.21) on the same test images, compared exactly for
+TensorFlow's tf.compat.v1.image (TensorFlow 2.21, graph mode) on the same test images, compared exactly for
 flips, crops, pads and dtype conversions, to 1e-5 for resizes and colour ops. Then what the table
 cannot hold: bilinear resize gradients against TensorFlow's, the random functions' seed rules,
 PNG decode bit-exact and JPEG decode within 1 of TensorFlow's pixels, and bad input."""
@@ -76,8 +76,17 @@ CASES = [
 ]
 
 
+def _tf(build):
+    """TensorFlow's values of build() (tensors or a list of them), in graph mode: other tests may
+    have turned eager execution off."""
+    with tf.Graph().as_default():
+        fetches = build()
+        with tf.compat.v1.Session() as sess:
+            return sess.run(fetches)
+
+
 def _reference(fn, image):
-    return np.asarray(fn(tf.compat.v1.image, tf.constant(image)))
+    return _tf(lambda: fn(tf.compat.v1.image, tf.constant(image)))
 
 
 def _pygrad(fn, image):
@@ -103,11 +112,11 @@ def test_matches_tensorflow(image, fn, tol):
 @pytest.mark.parametrize("ac,hp", [(False, False), (True, False), (False, True)])
 def test_resize_gradient_matches_tensorflow(kind, ac, hp):
     dy = RNG.rand(2, 11, 4, 3).astype(np.float32)
-    x = tf.constant(F32)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
+    def build():
+        x = tf.constant(F32)
         y = getattr(tf.compat.v1.image, f"resize_{kind}")(x, [11, 4], align_corners=ac, half_pixel_centers=hp)
-    want = tape.gradient(y, x, output_gradients=tf.constant(dy)).numpy()
+        return tf.compat.v1.gradients(y, [x], grad_ys=[tf.constant(dy)])[0]
+    want = _tf(build)
     with pg.Graph().as_default():
         xp = pg.placeholder(pg.float32, F32.shape)
         yp = getattr(pg.image, f"resize_{kind}")(xp, [11, 4], align_corners=ac, half_pixel_centers=hp)
@@ -197,20 +206,20 @@ def _decode(fn, data):
 def test_png_round_trip_bit_exact(image, channels):
     if channels == 1 and image.shape[2] >= 3:  # TF's and Pillow's RGB to gray weights differ
         pytest.skip("colour to gray conversion rounds differently")
-    data = tf.io.encode_png(image).numpy()
-    want = tf.io.decode_png(data, channels=channels).numpy()
+    data = _tf(lambda: tf.io.encode_png(image))
+    want = _tf(lambda: tf.io.decode_png(data, channels=channels))
     np.testing.assert_array_equal(_decode(lambda s: pg.image.decode_png(s, channels=channels), data), want)
     ours = _decode(lambda s: pg.image.encode_png(pg.constant(image)), b"")
-    np.testing.assert_array_equal(tf.io.decode_png(ours).numpy(), image)
+    np.testing.assert_array_equal(_tf(lambda: tf.io.decode_png(ours)), image)
 
 
 def test_png_16_bit_and_decode_image():
     image = (RNG.rand(6, 5, 1) * 65535).astype(np.uint16)
-    data = tf.io.encode_png(image).numpy()
+    data = _tf(lambda: tf.io.encode_png(image))
     np.testing.assert_array_equal(_decode(lambda s: pg.image.decode_png(s, dtype=pg.uint16), data), image)
-    u8 = tf.io.encode_png(U8).numpy()
+    u8 = _tf(lambda: tf.io.encode_png(U8))
     for dtype in ("uint8", "uint16", "float32"):
-        want = tf.io.decode_image(u8, dtype=dtype).numpy()
+        want = _tf(lambda: tf.io.decode_image(u8, dtype=dtype))
         got = _decode(lambda s: pg.image.decode_image(s, dtype=dtype), u8)
         assert got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=2e-7, atol=0)  # floats: TF's kernel divides by 255
@@ -221,15 +230,15 @@ def test_jpeg_decode(channels):
     """pygrad decodes with libjpeg's accurate integer DCT: TF's pixels with dct_method
     INTEGER_ACCURATE exactly; TF's default, the fast DCT, differs by a few levels."""
     smooth = np.clip(np.cumsum(RNG.randint(-9, 10, (48, 40, 3)), 1) + 128, 0, 255).astype(np.uint8)
-    data = tf.io.encode_jpeg(smooth, quality=90).numpy()
-    want = tf.io.decode_jpeg(data, channels=channels, dct_method="INTEGER_ACCURATE").numpy()
+    data = _tf(lambda: tf.io.encode_jpeg(smooth, quality=90))
+    want = _tf(lambda: tf.io.decode_jpeg(data, channels=channels, dct_method="INTEGER_ACCURATE"))
     got = _decode(lambda s: pg.image.decode_jpeg(s, channels=channels), data)
     np.testing.assert_array_equal(got, want)
-    fast = tf.io.decode_jpeg(data, channels=channels).numpy()
+    fast = _tf(lambda: tf.io.decode_jpeg(data, channels=channels))
     assert np.abs(got.astype(int) - fast).mean() < 2  # about 1 level on this image
     ours = _decode(lambda s: pg.image.encode_jpeg(pg.constant(smooth), quality=95), b"")
-    theirs = tf.io.encode_jpeg(smooth, quality=95).numpy()
-    error = [np.abs(tf.io.decode_jpeg(d).numpy().astype(int) - smooth).mean() for d in (ours, theirs)]
+    theirs = _tf(lambda: tf.io.encode_jpeg(smooth, quality=95))
+    error = [np.abs(_tf(lambda: tf.io.decode_jpeg(d)).astype(int) - smooth).mean() for d in (ours, theirs)]
     assert error[0] < 1.5 * error[1] + 1, f"encode_jpeg's mean error {error[0]}, TF's {error[1]}"
 
 
