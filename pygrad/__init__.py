@@ -112,6 +112,7 @@ def get_num_threads():
 
 # ---- input pipelines
 from pygrad import data, nest  # noqa: E402,F401
+from pygrad import image  # noqa: E402,F401  (tf.image: registers the resize and codec ops)
 
 # ---- around the graph: devices, session options, flags, logging, files, printing
 from pygrad.ops.logging_ops import Print, print  # noqa: E402,F401,A004

@@ -406,6 +406,18 @@ _HOST = {
                                                       "runs both alike"),
     "Where":          tf("Where",        derived="T=in0"),
     "Unique":         tf("Unique",       attrs="out_idx", derived="T=in0"),
+    "ResizeBilinear": tf("ResizeBilinear", attrs="align_corners half_pixel_centers", derived="T=in0"),
+    "ResizeNearestNeighbor": tf("ResizeNearestNeighbor", attrs="align_corners half_pixel_centers", derived="T=in0"),
+    "ResizeBicubic":  tf("ResizeBicubic", attrs="align_corners half_pixel_centers", derived="T=in0"),
+    "ResizeBilinearGrad": tf("ResizeBilinearGrad", attrs="align_corners half_pixel_centers", derived="T=in1"),
+    "ResizeNearestNeighborGrad": tf("ResizeNearestNeighborGrad", attrs="align_corners half_pixel_centers",
+                                    derived="T=in0"),
+    "ResizeBicubicGrad": tf("ResizeBicubicGrad", attrs="align_corners half_pixel_centers", derived="T=in1"),
+    "DecodeJpeg":     tf("DecodeJpeg",   attrs="channels"),
+    "DecodePng":      tf("DecodePng",    attrs="channels dtype"),
+    "DecodeImage":    tf("DecodeImage",  attrs="channels dtype"),
+    "EncodePng":      tf("EncodePng",    attrs="compression", derived="T=in0"),
+    "EncodeJpeg":     tf("EncodeJpeg",   attrs="quality progressive optimize_for_size=optimize_size chroma_downsampling"),
 }
 
 # ---------------------------------------------------------------- train

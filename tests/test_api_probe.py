@@ -195,6 +195,11 @@ PROBES = {
     # input pipelines
     "data.Dataset (map, filter, batch) + one-shot iterator": _dataset,
     "data.Dataset (shuffle, repeat) + initializable iterator": _initializable,
+    "image: flip, crop or pad, convert_image_dtype, resize_images": lambda: run(tf.image.resize_images(
+        tf.image.convert_image_dtype(tf.image.resize_image_with_crop_or_pad(tf.image.flip_left_right(
+            tf.constant(np.arange(12, dtype=np.uint8).reshape(2, 2, 3))), 2, 4), tf.float32), [4, 8])).shape == (4, 8, 3),
+    "image.per_image_standardization + adjust_brightness": lambda: abs(run(tf.reduce_mean(
+        tf.image.adjust_brightness(tf.image.per_image_standardization(tf.constant(X4[:, :, :3])), 0.5))) - 0.5) < 1e-6,
     "data.Dataset.from_generator + range + zip": lambda: run(tf.data.Dataset.zip((
         tf.data.Dataset.range(3), tf.data.Dataset.from_generator(lambda: iter([5, 6, 7]), tf.int64)))
         .skip(1).take(1).make_one_shot_iterator().get_next()) == (1, 6),

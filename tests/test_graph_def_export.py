@@ -195,6 +195,18 @@ def _host_values(p):
     return [y, idx, tf.where(p(X) > 0)]
 
 
+def _image(p):
+    """tf.image's ops: the resizes and their gradients, and the codecs (JPEG's bytes and pixels are
+    the encoder's and DCT's own, so only its decoded shape is compared)."""
+    x = p(X.reshape(1, 3, 4, 1))
+    resized = [tf.image.resize_bilinear(x, [5, 7], half_pixel_centers=True),
+               tf.image.resize_nearest_neighbor(x, [2, 9], align_corners=True), tf.image.resize_bicubic(x, [6, 3])]
+    u8 = tf.image.convert_image_dtype(tf.sigmoid(x[0]), tf.uint8)
+    jpeg = tf.image.decode_jpeg(tf.image.encode_jpeg(tf.image.grayscale_to_rgb(u8), quality=80), channels=3)
+    return resized + tf.gradients(resized, [x]) + [tf.image.decode_png(tf.image.encode_png(u8)), tf.shape(jpeg),
+                                                    tf.image.decode_image(tf.image.encode_png(u8), channels=3)]
+
+
 def _variables(p):
     v = tf.Variable(X, name="v")
     w = tf.Variable(np.float32(2.0), name="w")
@@ -266,8 +278,8 @@ CASES = {
     "unary": _unary, "binary": _binary, "compare": _compare, "dtypes": _dtypes, "matmul": _matmul, "reductions": _reductions,
     "prod_second_order": _prod_second_order, "broadcasting": _broadcasting, "array": _array, "manip": _manip,
     "slices": _slices, "scatter": _scatter, "sequences": _sequences, "top_k": _top_k, "losses": _losses,
-    "conv": _conv, "linalg": _linalg, "clip": _clip, "host_values": _host_values, "variables": _variables,
-    "summaries": _summaries, "tensor_array": _tensor_array, "control_flow": _control_flow,
+    "conv": _conv, "linalg": _linalg, "clip": _clip, "host_values": _host_values, "image": _image,
+    "variables": _variables, "summaries": _summaries, "tensor_array": _tensor_array, "control_flow": _control_flow,
     **{f"optimizer_{k}": _optimizer(v) for k, v in OPTIMIZERS.items()},
     **{f"sparse_optimizer_{k}": _optimizer(OPTIMIZERS[k], sparse=True) for k in SPARSE_OPTIMIZERS},
 }
