@@ -403,6 +403,22 @@ _HOST = {
     "Unique":         tf("Unique",       attrs="out_idx", derived="T=in0"),
 }
 
+# ---------------------------------------------------------------- parsing_ops, decode_ops, io_ops
+_PARSING = {
+    "ParseExampleV2": tf("ParseExampleV2", attrs="num_sparse sparse_types ragged_value_types ragged_split_types "
+                                                 "dense_shapes",
+                         inputs="names sparse_keys dense_keys ragged_keys", derived="Tdense=ins1:",
+                         ins="serialized dense_defaults*",
+                         note="tf.parse_single_example is ParseExampleV2 of a scalar, as TF 2's"),
+    "DecodeRaw":      tf("DecodeRaw",    attrs="out_type little_endian"),
+    "StringToNumber": tf("StringToNumber", attrs="out_type"),
+    "DecodeCSV":      tf("DecodeCSV",    attrs="field_delim use_quote_delim na_value select_cols",
+                         derived="OUT_TYPE=ins1:", ins="records record_defaults*"),
+    "ReadFile":       tf("ReadFile"),
+    "WriteFile":      tf("WriteFile"),
+    "MatchingFiles":  tf("MatchingFiles"),
+}
+
 # ---------------------------------------------------------------- train
 _TRAIN = {
     "ClipByGlobalNorm": none("fused tf.clip_by_global_norm: the global norm and every clipped tensor in one op; "
@@ -410,5 +426,5 @@ _TRAIN = {
 }
 
 FAMILIES = (_ARRAY, _MATH, _REDUCTION, _MANIP, _SLICE, _SCATTER, _SEQUENCE, _CUMULATIVE, _TOPK, _NN, _ACTIVATION,
-            _CONV, _DEPTHWISE, _LINALG, _RANDOM, _STATE, _TRAINING, _CONTROL_FLOW, _SUMMARY, _HOST, _TRAIN)
+            _CONV, _DEPTHWISE, _LINALG, _RANDOM, _STATE, _TRAINING, _CONTROL_FLOW, _SUMMARY, _HOST, _PARSING, _TRAIN)
 TABLE = {t: entry for family in FAMILIES for t, entry in family.items()}
