@@ -39,7 +39,7 @@ def _(ctx, op, values):
     for i, b in enumerate(flat):
         if len(b) != size:
             raise HostError(f"DecodeRaw requires input strings to all be the same size, but element {i} has size "
-                            f"{len(b)} != {size}")
+                            f"{size} != {len(b)}")  # TF's words: the first element's size, then this one's
     out = np.frombuffer(b"".join(flat), dt).astype(out_type.np)
     return [out.reshape(data.shape + (size // width,))]
 
