@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import pygrad as tf
+from test_data import elements
 
 CSV = [b'1,2.5,"a,b",x', b",,,", b'3, 4 ,"c""d",']
 CASES = [
@@ -70,14 +71,7 @@ def test_decoding_errors_are_tfs(tf_peer, build, message):
 
 
 def _all(ds):
-    it = ds.make_one_shot_iterator().get_next()
-    out = []
-    with tf.Session() as sess:
-        try:
-            while True:
-                out.append(sess.run(it))
-        except tf.errors.OutOfRangeError:
-            return out
+    return elements(tf, lambda module: ds)
 
 
 def test_file_ops_and_datasets(tmp_path):

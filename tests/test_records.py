@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import pygrad as tf
+from test_data import elements
 
 RECORDS = [b"", b"hello", bytes(range(256)) * 40, b"x" * 70000]
 
@@ -114,16 +115,8 @@ def _features(lib):
 
 
 def _batches(lib, path):
-    ds = lib.data.TFRecordDataset(path).map(lambda s: lib.parse_single_example(s, _features(lib))).batch(3)
-    it = lib.data.make_one_shot_iterator(ds).get_next() if hasattr(lib.data, "make_one_shot_iterator") else \
-        ds.make_one_shot_iterator().get_next()
-    out = []
-    with lib.Session() as sess:
-        try:
-            while True:
-                out.append(sess.run(it))
-        except lib.errors.OutOfRangeError:
-            return out
+    return elements(lib, lambda m: m.data.TFRecordDataset(path).map(
+        lambda s: m.parse_single_example(s, _features(m))).batch(3))
 
 
 def test_tfrecord_pipeline_gives_tfs_batches(tf_peer, tmp_path):
