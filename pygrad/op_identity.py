@@ -407,9 +407,10 @@ _HOST = {
 _PARSING = {
     "ParseExampleV2": tf("ParseExampleV2", attrs="num_sparse sparse_types ragged_value_types ragged_split_types "
                                                  "dense_shapes",
-                         inputs="names sparse_keys dense_keys ragged_keys", derived="Tdense=ins1:",
-                         ins="serialized dense_defaults*",
-                         note="tf.parse_single_example is ParseExampleV2 of a scalar, as TF 2's"),
+                         derived="Tdense=ins1: names=host sparse_keys=host dense_keys=host ragged_keys=host",
+                         own="names sparse_keys dense_keys ragged_keys", ins="serialized dense_defaults*",
+                         note="tf.parse_single_example is ParseExampleV2 of a scalar, as TF 2's; the keys and "
+                              "names, string inputs in TF, are attributes the parse reads"),
     "DecodeRaw":      tf("DecodeRaw",    attrs="out_type little_endian"),
     "StringToNumber": tf("StringToNumber", attrs="out_type"),
     "DecodeCSV":      tf("DecodeCSV",    attrs="field_delim use_quote_delim na_value select_cols",

@@ -3,7 +3,9 @@ TensorFlow imports and runs with pygrad's numbers: for a table of small graphs (
 a TF counterpart, and the gradient helpers and fused updates TF spells as several ops), the values
 TF computes from the imported GraphDef are pygrad's; an MLP and a convnet train five Adam steps in
 TF as in pygrad; every op either exports or is listed, with its reason, as not exportable."""
+import os
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -194,6 +196,16 @@ def _host_values(p):
     return [y, idx, tf.where(p(X) > 0)]
 
 
+def _parsing(p):
+    csv = tf.decode_csv(tf.constant(["1,a", "2,b"]), [[0], [""]])
+    path = os.path.join(os.path.dirname(__file__), "test_graph_def_export.py")
+    written = os.path.join(tempfile.mkdtemp(), "written.txt")
+    return [tf.write_file(written, "both ways")], [
+        tf.size(tf.read_file(written)), tf.decode_raw(tf.constant(b"\x01\x00\x02\x00"), tf.int16),
+        tf.string_to_number(tf.constant(["1.5", "2"])) + p(np.float32(1.0)), csv[0], csv[1],
+        tf.size(tf.read_file(path)), tf.matching_files(path)]
+
+
 def _variables(p):
     v = tf.Variable(X, name="v")
     w = tf.Variable(np.float32(2.0), name="w")
@@ -254,7 +266,7 @@ CASES = {
     "unary": _unary, "binary": _binary, "compare": _compare, "dtypes": _dtypes, "matmul": _matmul, "reductions": _reductions,
     "prod_second_order": _prod_second_order, "broadcasting": _broadcasting, "array": _array, "manip": _manip,
     "slices": _slices, "scatter": _scatter, "sequences": _sequences, "top_k": _top_k, "losses": _losses,
-    "conv": _conv, "linalg": _linalg, "clip": _clip, "host_values": _host_values, "variables": _variables,
+    "conv": _conv, "linalg": _linalg, "clip": _clip, "host_values": _host_values, "parsing": _parsing, "variables": _variables,
     "summaries": _summaries, "tensor_array": _tensor_array,
     **{f"optimizer_{k}": _optimizer(v) for k, v in OPTIMIZERS.items()},
     **{f"sparse_optimizer_{k}": _optimizer(OPTIMIZERS[k], sparse=True) for k in SPARSE_OPTIMIZERS},
@@ -401,6 +413,7 @@ NOT_EXPORTABLE = {
     "PyFunc": "TF's PyFunc calls a Python function registered in the process that built its graph",
     "IteratorGetNext": "a dataset iterator: in TF a resource made from the dataset's graph (its functions)",
     "MakeIterator": "a dataset iterator's initializer (see IteratorGetNext)",
+    "ParseExampleV2": "its feature keys become string Const inputs; the export moves int attributes to inputs only",
 }
 
 
@@ -420,6 +433,7 @@ def _unexportable_graph():
     tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: x - 1.0)
     tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 2.0), [0, x])
     tf.py_func(lambda a: a * 2, [x], tf.float32)
+    tf.parse_single_example(tf.constant(b""), {"f": tf.FixedLenFeature([], tf.float32, 1.0)})
     iterator = tf.data.Dataset.from_tensor_slices(np.arange(4.0, dtype=np.float32)).make_initializable_iterator()
     return iterator.get_next()
 
