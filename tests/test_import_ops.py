@@ -145,9 +145,7 @@ NOT_IMPORTED = {
     "TileGrad": "not written by TF 1.15's gradients (Tile's gradient is Reshape and Sum)",
     "SparseApplyCenteredRMSProp": "not yet mapped",
     "ParseExampleV2": "string and Example ops are not yet mapped (its keys are string inputs in TF)",
-    "DecodeRaw": "string ops are not yet mapped", "StringToNumber": "string ops are not yet mapped",
-    "DecodeCSV": "string ops are not yet mapped", "ReadFile": "file ops are not yet mapped",
-    "WriteFile": "file ops are not yet mapped", "MatchingFiles": "file ops are not yet mapped",
+    "DecodeCSV": "not yet mapped (its defaults are a list input of several types)",
 }
 
 
