@@ -174,6 +174,14 @@ from pygrad.ops.scatter_ops import (boolean_mask, gather_nd, scatter_add, scatte
                                     scatter_update, segment_sum, unique, unsorted_segment_sum)
 from pygrad.ops.random_ops import multinomial, random_shuffle  # noqa: E402
 
+# ---- files and records: TFRecord files, tf.train.Example parsing, decoding, tf.io
+from pygrad.platform import tf_io as io  # noqa: E402,A001
+from pygrad.platform.tf_io import python_io  # noqa: E402,F401
+from pygrad.ops.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature, SparseFeature,  # noqa: E402,F401
+                                    VarLenFeature, parse_example, parse_single_example)
+from pygrad.ops.decode_ops import decode_csv, decode_raw, string_to_number  # noqa: E402,F401
+from pygrad.ops.io_ops import matching_files, read_file, write_file  # noqa: E402,F401
+
 # ---- the alias table (pygrad/compat.py) and tf.compat.v1, which is pygrad itself
 import sys as _sys  # noqa: E402
 import types as _types  # noqa: E402

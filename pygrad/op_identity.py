@@ -420,6 +420,23 @@ _HOST = {
     "EncodeJpeg":     tf("EncodeJpeg",   attrs="quality progressive optimize_for_size=optimize_size chroma_downsampling"),
 }
 
+# ---------------------------------------------------------------- parsing_ops, decode_ops, io_ops
+_PARSING = {
+    "ParseExampleV2": tf("ParseExampleV2", attrs="num_sparse sparse_types ragged_value_types ragged_split_types "
+                                                 "dense_shapes",
+                         derived="Tdense=ins1: names=host sparse_keys=host dense_keys=host ragged_keys=host",
+                         own="names sparse_keys dense_keys ragged_keys", ins="serialized dense_defaults*",
+                         note="tf.parse_single_example is ParseExampleV2 of a scalar, as TF 2's; the keys and "
+                              "names, string inputs in TF, are attributes the parse reads"),
+    "DecodeRaw":      tf("DecodeRaw",    attrs="out_type little_endian"),
+    "StringToNumber": tf("StringToNumber", attrs="out_type"),
+    "DecodeCSV":      tf("DecodeCSV",    attrs="field_delim use_quote_delim na_value select_cols",
+                         derived="OUT_TYPE=ins1:", ins="records record_defaults*"),
+    "ReadFile":       tf("ReadFile"),
+    "WriteFile":      tf("WriteFile"),
+    "MatchingFiles":  tf("MatchingFiles"),
+}
+
 # ---------------------------------------------------------------- train
 _TRAIN = {
     "ClipByGlobalNorm": none("fused tf.clip_by_global_norm: the global norm and every clipped tensor in one op; "
@@ -427,5 +444,5 @@ _TRAIN = {
 }
 
 FAMILIES = (_ARRAY, _MATH, _REDUCTION, _MANIP, _SLICE, _SCATTER, _SEQUENCE, _CUMULATIVE, _TOPK, _NN, _ACTIVATION,
-            _CONV, _DEPTHWISE, _LINALG, _RANDOM, _STATE, _TRAINING, _CONTROL_FLOW, _SUMMARY, _HOST, _TRAIN)
+            _CONV, _DEPTHWISE, _LINALG, _RANDOM, _STATE, _TRAINING, _CONTROL_FLOW, _SUMMARY, _HOST, _PARSING, _TRAIN)
 TABLE = {t: entry for family in FAMILIES for t, entry in family.items()}

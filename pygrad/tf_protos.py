@@ -4,7 +4,8 @@ ListValue and NameAttrList), TensorProto, TensorShapeProto, VersionDef and the D
 AssetFileDef, SaverDef and SavedModel (core/protobuf/{meta_graph,saver,saved_model}.proto);
 VariableDef and SaveSliceInfoDef (framework/variable.proto); the event file's Event, Summary,
 SummaryMetadata, SummaryDescription, HistogramProto, SessionLog, LogMessage and TaggedRunMetadata
-(core/util/event.proto, framework/summary.proto). They have TF's package
+(core/util/event.proto, framework/summary.proto); Example, SequenceExample, Features, Feature,
+FeatureList(s), BytesList, FloatList and Int64List (core/example/{example,feature}.proto). They have TF's package
 (`tensorflow`), names and field numbers, so what they parse and serialize is TF's bytes. What is
 left out here (the insides of a TensorProto's resource handles and variants, of a GraphDef's
 function library, of a MetaGraphDef's stripped op list, Any and object graph) parses as unknown
@@ -127,6 +128,17 @@ _MESSAGES = {
               ("log_message", 6, "LogMessage", "oneof:what"), ("session_log", 7, "SessionLog", "oneof:what"),
               ("tagged_run_metadata", 8, "TaggedRunMetadata", "oneof:what"),
               ("meta_graph_def", 9, "bytes", "oneof:what"), ("source_metadata", 10, "SourceMetadata", "")],
+    # tensorflow/core/example/feature.proto, example.proto
+    "BytesList": [("value", 1, "bytes", "repeated")],
+    "FloatList": [("value", 1, "float", "repeated")],
+    "Int64List": [("value", 1, "int64", "repeated")],
+    "Feature": [("bytes_list", 1, "BytesList", "oneof:kind"), ("float_list", 2, "FloatList", "oneof:kind"),
+                ("int64_list", 3, "Int64List", "oneof:kind")],
+    "Features": [("feature", 1, "map:Feature", "")],
+    "FeatureList": [("feature", 1, "Feature", "repeated")],
+    "FeatureLists": [("feature_list", 1, "map:FeatureList", "")],
+    "Example": [("features", 1, "Features", "")],
+    "SequenceExample": [("context", 1, "Features", ""), ("feature_lists", 2, "FeatureLists", "")],
 }
 
 # enum: [(value, number), ...]; one inside a message is named "Message.Enum".
@@ -205,3 +217,7 @@ HistogramProto, SummaryMetadata, Summary = _cls("HistogramProto"), _cls("Summary
 Event, LogMessage, SessionLog = _cls("Event"), _cls("LogMessage"), _cls("SessionLog")
 TaggedRunMetadata, SourceMetadata = _cls("TaggedRunMetadata"), _cls("SourceMetadata")
 SummaryDescription = _cls("SummaryDescription")
+BytesList, FloatList, Int64List = _cls("BytesList"), _cls("FloatList"), _cls("Int64List")
+Feature, Features, FeatureList = _cls("Feature"), _cls("Features"), _cls("FeatureList")
+FeatureLists = _cls("FeatureLists")
+Example, SequenceExample = _cls("Example"), _cls("SequenceExample")

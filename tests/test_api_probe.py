@@ -120,6 +120,19 @@ def _py_func():
     return list(run(tf.py_func(lambda a: a[::-1].copy(), [tf.constant([1, 2, 3])], tf.int32))) == [3, 2, 1]
 
 
+def _tfrecord_pipeline():
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = d + "/r.tfrecord"
+        with tf.python_io.TFRecordWriter(path, tf.python_io.TFRecordOptions(tf.python_io.TFRecordCompressionType.ZLIB)) as w:
+            w.write(tf.train.Example(features=tf.train.Features(feature={"x": tf.train.Feature(
+                int64_list=tf.train.Int64List(value=[3, 4]))})).SerializeToString())
+        ds = tf.data.TFRecordDataset(tf.data.Dataset.list_files(d + "/*.tfrecord"), compression_type="ZLIB").map(
+            lambda s: tf.io.parse_single_example(s, {"x": tf.FixedLenFeature([2], tf.int64)})["x"]).batch(1)
+        return len(list(tf.io.tf_record_iterator(path, "ZLIB"))) == 1 and \
+            run(ds.make_one_shot_iterator().get_next()).tolist() == [[3, 4]]
+
+
 def _print():
     y = tf.Print(tf.constant(2.0), [tf.constant(7)], "v")
     return run(y) == 2.0
@@ -203,6 +216,16 @@ PROBES = {
     "data.Dataset.from_generator + range + zip": lambda: run(tf.data.Dataset.zip((
         tf.data.Dataset.range(3), tf.data.Dataset.from_generator(lambda: iter([5, 6, 7]), tf.int64)))
         .skip(1).take(1).make_one_shot_iterator().get_next()) == (1, 6),
+    "TFRecordWriter -> TFRecordDataset(list_files) -> parse_single_example": _tfrecord_pipeline,
+    "TextLineDataset / FixedLengthRecordDataset": lambda: issubclass(tf.data.TextLineDataset, tf.data.Dataset) and
+    issubclass(tf.data.FixedLengthRecordDataset, tf.data.Dataset),
+    "parse_example / decode_raw / decode_csv / string_to_number": lambda: run(
+        tf.parse_example(tf.constant([b""]), {"x": tf.FixedLenFeature([], tf.float32, 1.5)})["x"])[0] == 1.5 and
+    run(tf.decode_raw(tf.constant(b"\x01\x00"), tf.int16))[0] == 1 and run(tf.decode_csv(
+        tf.constant("1,b"), [[0], [""]]))[1] == b"b" and run(tf.string_to_number("2.5")) == 2.5,
+    "matching_files / io.gfile": lambda: tf.io.gfile.exists(".") and tf.io.gfile.isdir(".")
+    and run(tf.matching_files("*.toml")).tolist() == [b"pyproject.toml"] if tf.gfile.Exists("pyproject.toml")
+    else run(tf.matching_files("no-such-*")).size == 0,
     # the surface around the graph
     "device": lambda: tf.device("/cpu:0") is not None and run(tf.constant(1)) == 1,
     "ConfigProto / GPUOptions / RunOptions / RunMetadata": lambda: tf.Session(config=tf.ConfigProto(

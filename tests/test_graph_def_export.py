@@ -2,9 +2,11 @@
 TensorFlow imports and runs with pygrad's numbers: for a table of small graphs (every op type with
 a TF counterpart, conds and loops, and the gradient helpers and fused updates TF spells as several
 ops), the values TF computes from the imported GraphDef are pygrad's; an MLP, a convnet and an
-LSTM (dynamic_rnn) train five Adam steps in TF as in pygrad; every op either exports or is listed, with its reason, as not
-exportable."""
+LSTM (dynamic_rnn) train five Adam steps in TF as in pygrad; every op either exports or is listed,
+with its reason, as not exportable."""
+import os
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -207,6 +209,16 @@ def _image(p):
                                                     tf.image.decode_image(tf.image.encode_png(u8), channels=3)]
 
 
+def _parsing(p):
+    csv = tf.decode_csv(tf.constant(["1,a", "2,b"]), [[0], [""]])
+    path = os.path.join(os.path.dirname(__file__), "test_graph_def_export.py")
+    written = os.path.join(tempfile.mkdtemp(), "written.txt")
+    return [tf.write_file(written, "both ways")], [
+        tf.size(tf.read_file(written)), tf.decode_raw(tf.constant(b"\x01\x00\x02\x00"), tf.int16),
+        tf.string_to_number(tf.constant(["1.5", "2"])) + p(np.float32(1.0)), csv[0], csv[1],
+        tf.size(tf.read_file(path)), tf.matching_files(path)]
+
+
 def _variables(p):
     v = tf.Variable(X, name="v")
     w = tf.Variable(np.float32(2.0), name="w")
@@ -279,7 +291,8 @@ CASES = {
     "prod_second_order": _prod_second_order, "broadcasting": _broadcasting, "array": _array, "manip": _manip,
     "slices": _slices, "scatter": _scatter, "sequences": _sequences, "top_k": _top_k, "losses": _losses,
     "conv": _conv, "linalg": _linalg, "clip": _clip, "host_values": _host_values, "image": _image,
-    "variables": _variables, "summaries": _summaries, "tensor_array": _tensor_array, "control_flow": _control_flow,
+    "parsing": _parsing, "variables": _variables, "summaries": _summaries, "tensor_array": _tensor_array,
+    "control_flow": _control_flow,
     **{f"optimizer_{k}": _optimizer(v) for k, v in OPTIMIZERS.items()},
     **{f"sparse_optimizer_{k}": _optimizer(OPTIMIZERS[k], sparse=True) for k in SPARSE_OPTIMIZERS},
 }
@@ -422,6 +435,7 @@ NOT_EXPORTABLE = {
     "PyFunc": "TF's PyFunc calls a Python function registered in the process that built its graph",
     "IteratorGetNext": "a dataset iterator: in TF a resource made from the dataset's graph (its functions)",
     "MakeIterator": "a dataset iterator's initializer (see IteratorGetNext)",
+    "ParseExampleV2": "its feature keys become string Const inputs; the export moves int attributes to inputs only",
 }
 
 
@@ -439,6 +453,7 @@ def test_every_op_exports_or_is_listed():
 def _unexportable_graph():
     x = tf.placeholder(tf.float32, [3], name="x")
     tf.py_func(lambda a: a * 2, [x], tf.float32)
+    tf.parse_single_example(tf.constant(b""), {"f": tf.FixedLenFeature([], tf.float32, 1.0)})
     iterator = tf.data.Dataset.from_tensor_slices(np.arange(4.0, dtype=np.float32)).make_initializable_iterator()
     return iterator.get_next()
 

@@ -13,7 +13,7 @@ import numpy as np
 from pygrad import dtypes, errors, nest
 from pygrad.data.iterator_ops import Iterator
 from pygrad.graph import Tensor, TensorLike, get_default_graph
-from pygrad.ops import array_ops, script_ops
+from pygrad.ops import array_ops, io_ops, script_ops
 from pygrad.ops.random_ops import get_seed
 from pygrad.shapes import TensorShape, as_shape
 
@@ -88,6 +88,13 @@ class Dataset:
     @staticmethod
     def zip(datasets):
         return _ZipDataset(datasets)
+
+    @staticmethod
+    def list_files(file_pattern, shuffle=None, seed=None):
+        """The names of the files file_pattern (a glob or a list of them) matches when the iterator
+        starts, shuffled unless shuffle is False (TF's: all of them, seeded as shuffle is)."""
+        names = _MatchingFilesDataset(file_pattern)
+        return names if shuffle is False else names.shuffle(np.iinfo(np.int64).max, seed)
 
     # ---- transformations ----
     def batch(self, batch_size, drop_remainder=False):
@@ -209,6 +216,18 @@ class _RangeDataset(Dataset):
         np_dtype = self._specs[0][0].np
         for v in range(*self._range):
             yield [np.array(v, np_dtype)]
+
+
+class _MatchingFilesDataset(Dataset):
+    def __init__(self, patterns):
+        patterns = _capture(patterns, "file_pattern", dtypes.string)
+        super().__init__([(dtypes.string, TensorShape([]))], 0, [patterns] if isinstance(patterns, Tensor) else [])
+        self._patterns = patterns
+
+    def _elements(self, ctx):
+        patterns = ctx.value(self._patterns) if isinstance(self._patterns, Tensor) else self._patterns
+        for name in io_ops.matching_names(np.asarray(patterns, dtype=object).reshape(-1)):
+            yield [np.array(name.encode("utf-8"), dtype=object)]
 
 
 class _GeneratorDataset(Dataset):

@@ -97,3 +97,21 @@ def Copy(oldpath, newpath, overwrite=False):  # noqa: N802
 def Walk(top, in_order=True):  # noqa: N802
     for root, dirs, files in os.walk(top, topdown=in_order):
         yield root, dirs, files
+
+
+class FileStatistics:
+    """What Stat tells of a file: length (bytes), mtime_nsec and is_directory (TF's)."""
+
+    def __init__(self, length, mtime_nsec, is_directory):
+        self.length, self.mtime_nsec, self.is_directory = length, mtime_nsec, is_directory
+
+    def __repr__(self):
+        return f"FileStatistics(length={self.length}, mtime_nsec={self.mtime_nsec}, is_directory={self.is_directory})"
+
+
+def Stat(path):  # noqa: N802
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise _not_found(path, "Stat") from None
+    return FileStatistics(0 if os.path.isdir(path) else st.st_size, st.st_mtime_ns, os.path.isdir(path))

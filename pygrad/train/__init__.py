@@ -46,3 +46,10 @@ from pygrad.meta_graph import export_meta_graph, write_graph  # noqa: E402
 from pygrad.train.saver import import_meta_graph  # noqa: E402
 
 __all__ += ["export_meta_graph", "import_meta_graph", "write_graph"]
+
+# tf.train.Example and its parts (pygrad/tf_protos.py), built on first use, not by `import pygrad`
+from pygrad import proto as _proto  # noqa: E402
+
+_MESSAGES = ("BytesList", "Example", "Feature", "FeatureList", "FeatureLists", "Features", "FloatList", "Int64List",
+             "SequenceExample")
+__getattr__ = _proto.lazy_messages(__name__, _MESSAGES)
