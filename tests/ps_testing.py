@@ -1,5 +1,6 @@
 """What the parameter-server tests share: a local cluster for a test module, separable data and
 a softmax model (float32 or float64) to train on it."""
+import collections
 import contextlib
 import logging
 import sys
@@ -10,10 +11,14 @@ import pygrad as tf
 from pygrad import distributed
 
 
+_by_value = collections.Counter()  # module -> the local_client contexts open that registered it
+
+
 @contextlib.contextmanager
-def local_client(module_name, workers=2, ps_shards=2):
+def local_client(module_name, workers=2, ps_shards=2, timeout=None):
     """(cluster, client) of a quiet local cluster whose workers get this module's and
-    module_name's functions by value."""
+    module_name's functions by value; timeout: the client's (Dask's default: 30 s), also how
+    long it tries to reconnect to a scheduler that went away."""
     import cloudpickle
     from distributed import Client
 
@@ -23,16 +28,20 @@ def local_client(module_name, workers=2, ps_shards=2):
     modules = [sys.modules[__name__], sys.modules[module_name]]
     for m in modules:
         cloudpickle.register_pickle_by_value(m)
+        _by_value[m] += 1
     cluster = distributed.local_cluster(workers=workers, ps_shards=ps_shards, dashboard_address=None,
                                         silence_logs=logging.CRITICAL)
-    client = Client(cluster, set_as_default=False)  # with the cluster's own credentials
+    timeout = {} if timeout is None else {"timeout": timeout}
+    client = Client(cluster, set_as_default=False, **timeout)  # with the cluster's own credentials
     try:
         yield cluster, client
     finally:
         client.close()
         cluster.close()
         for m in modules:
-            cloudpickle.unregister_pickle_by_value(m)
+            _by_value[m] -= 1
+            if not _by_value[m]:
+                cloudpickle.unregister_pickle_by_value(m)
         for name, level in levels.items():
             logging.getLogger(name).setLevel(level)
 

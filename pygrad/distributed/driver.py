@@ -461,19 +461,29 @@ class _Run:
         return report
 
     def close(self):
+        """Ends the run. After a failure, worker tasks may still be running (Dask cannot interrupt
+        them): the shard handles are replaced by a stop mark, which makes them end at their next
+        contact with a shard instead of waiting for a replacement, and which stays (a few bytes)."""
         if self.bar is not None:
             self.bar.close()
+        self.shards = []
+        if self.client.status != "running":
+            return  # the scheduler is gone, and the run's state with it
         try:
             self.client.unsubscribe_topic(EVENT_TOPIC)
         except Exception:
             pass
+        finished = all(f.status == "finished" for f in self.futures)
         for f in self.futures:
             f.cancel()
-        self.shards = []
         if self.generation:
             from distributed import Variable
             try:
-                Variable(self.job.handles_name, client=self.client).delete()
+                handles = Variable(self.job.handles_name, client=self.client)
+                if finished:
+                    handles.delete()
+                else:
+                    handles.set({"generation": self.generation + 1, "shards": [], "stopped": True})
             except Exception:
                 pass  # the scheduler is gone already
 

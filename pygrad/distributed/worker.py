@@ -28,6 +28,8 @@ def _handles(job, generation=-1, timeout=60.0):
     deadline = time.monotonic() + timeout
     while True:
         published = var.get(timeout=timeout)
+        if published.get("stopped"):
+            raise errors.CancelledError(None, None, "the run was stopped (it failed, or its driver ended it)")
         if published["generation"] > generation:
             worker = get_worker()
             return published["generation"], [Actor(ParameterShard, address, key, worker=worker)
