@@ -97,7 +97,7 @@ class ParameterShard:
         self._active = set(range(num_workers))
         self._pending = {}                   # sync: worker -> its gradients for the current version
         self._changed = None                 # asyncio.Condition, made on the event loop
-        self.counts = collections.Counter()  # applied, dropped_stale, scaled, late, duplicate, pushes
+        self.counts = collections.Counter()  # pushes, applied, dropped_stale, scaled, late, refused
         self.staleness = collections.Counter()
         self.apply_seconds = []
         self.bytes_in = self.bytes_out = 0
