@@ -78,7 +78,7 @@ def local_cluster(workers=2, ps_shards=1, threads_per_worker=1, dashboard_addres
                        security=security)
 
 
-def connect(scheduler=None, security=None, timeout=10.0, insecure=False):
+def connect(scheduler, security=None, timeout=10.0, insecure=False):
     """A Dask Client of the scheduler at this address, or of a cluster object (with its own
     security). Over TLS with a `distributed.security.Security`; without one, a scheduler address
     that is not tls:// is refused unless insecure=True (then a warning is logged): anyone who
