@@ -149,6 +149,13 @@ def test_a_scheduler_without_tls_needs_insecure_and_is_warned_about(caplog):
     assert "connecting to the Dask scheduler at tcp://127.0.0.1:9 without TLS" in caplog.text
 
 
+def test_the_dashboard_of_a_local_cluster_is_on_loopback_only():
+    pytest.importorskip("distributed")
+    with pytest.raises(ValueError, match=r"local_cluster binds every listener to 127\.0\.0\.1: dashboard_address must "
+                                         r"be ':PORT' or '127\.0\.0\.1:PORT', got '0\.0\.0\.0:8787'"):
+        distributed.local_cluster(dashboard_address="0.0.0.0:8787")
+
+
 class _Rogue(threading.Thread):
     """Waits for the next run on the cluster (its start event), finds its shard from the handle
     the driver publishes, and pushes bad gradients to it, as any client of the scheduler could;

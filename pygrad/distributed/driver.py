@@ -55,7 +55,7 @@ def local_cluster(workers=2, ps_shards=1, threads_per_worker=1, dashboard_addres
     from distributed.security import Security
 
     if security is None:
-        security = Security.temporary()  # require_encryption=True
+        security = Security.temporary()  # with require_encryption=True
     if dashboard_address is not None:
         host, _, port = str(dashboard_address).rpartition(":")
         if host not in ("", LOOPBACK, "localhost") or not port.isdigit():
@@ -190,6 +190,9 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
         else:
             client = connect(scheduler, security, connect_timeout, insecure)
         own_client = client
+    elif not client.scheduler.address.startswith("tls://") and not insecure:
+        _log.warning("the Dask scheduler at %s is reached without TLS: anyone who can reach it can run code on it "
+                     "and on its workers (insecure=True: no warning)", client.scheduler.address)
     quiet_dead_actor_calls()
     run = _Run(client, job, specs, shard_args, progress, allow_lost_updates)
     try:
