@@ -69,7 +69,8 @@ def message_round_trip(client, repeats=200):
 
     ps = next(a for a, w in client.scheduler_info()["workers"].items() if w["resources"].get("ps"))
     shard = client.submit(ParameterShard, 0, [VarSpec("w", (1,), "float32", np.zeros(1, np.float32))],
-                          lambda: tf.train.GradientDescentOptimizer(0.1), workers=[ps], actor=True).result()
+                          lambda: tf.train.GradientDescentOptimizer(0.1), ["unused"], workers=[ps],
+                          actor=True).result()
     return client.submit(_pings, shard, repeats, resources={"compute": 1}, pure=False).result()
 
 

@@ -20,6 +20,8 @@ from pygrad.distributed import placement
 from pygrad.distributed.shard import ParameterShard
 from pygrad.distributed.spec import VarSpec
 
+from ps_testing import blobs, local_client, softmax_model, softmax_model_64
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -47,13 +49,16 @@ def test_partition_is_greedy_by_bytes_in_creation_order():
 
 
 # ------------------------------------------------------------------ the shard's rules, without Dask
+TOKENS = ["t0", "t1", "t2"]
+
+
 def _shard(**kw):
     specs = [VarSpec("w", (3,), "float64", np.array([1.0, 2.0, 3.0]))]
-    return ParameterShard(0, specs, lambda: tf.train.GradientDescentOptimizer(0.5), **kw)
+    return ParameterShard(0, specs, lambda: tf.train.GradientDescentOptimizer(0.5), TOKENS, **kw)
 
 
 def _push(shard, worker, step, base, g):
-    return asyncio.run(shard.push(worker, step, base, {"w": np.asarray(g, np.float64)}))
+    return asyncio.run(shard.push(worker, TOKENS[worker], step, base, {"w": np.asarray(g, np.float64)}))
 
 
 def _value(shard):
@@ -67,10 +72,9 @@ def test_async_shard_records_staleness_and_drops_or_scales_stale_pushes():
     reply = _push(shard, 2, 0, 0, [1, 1, 1])  # computed on version 0, the shard is at 2
     assert reply == {"status": "stale", "version": 2, "staleness": 2}
     np.testing.assert_allclose(_value(shard), [0.0, 1.0, 2.0])
-    assert _push(shard, 0, 0, 0, [5, 5, 5])["status"] == "duplicate"  # a step already pushed is ignored
     stats = asyncio.run(shard.stats())
     assert stats["staleness"] == {0: 1, 1: 1, 2: 1}
-    assert stats["counts"] == {"pushes": 4, "applied": 2, "dropped_stale": 1, "duplicate": 1}
+    assert stats["counts"] == {"pushes": 3, "applied": 2, "dropped_stale": 1}
 
     shard = _shard(max_staleness=1, stale="scale")
     for worker in range(3):
@@ -80,14 +84,14 @@ def test_async_shard_records_staleness_and_drops_or_scales_stale_pushes():
 
 
 def test_sync_shard_applies_the_mean_once_and_drops_late_pushes():
-    shard = _shard(mode="sync", num_workers=3, backup_workers=1)
+    shard = _shard(mode="sync", backup_workers=1)
 
     async def step():
-        a = asyncio.ensure_future(shard.push(0, 0, 0, {"w": np.array([1.0, 0.0, 0.0])}))
+        a = asyncio.ensure_future(shard.push(0, "t0", 0, 0, {"w": np.array([1.0, 0.0, 0.0])}))
         await asyncio.sleep(0.01)
         assert not a.done()  # waits for a second worker's gradients
-        b = await shard.push(1, 0, 0, {"w": np.array([3.0, 2.0, 0.0])})
-        late = await shard.push(2, 0, 0, {"w": np.array([100.0, 100.0, 100.0])})
+        b = await shard.push(1, "t1", 0, 0, {"w": np.array([3.0, 2.0, 0.0])})
+        late = await shard.push(2, "t2", 0, 0, {"w": np.array([100.0, 100.0, 100.0])})
         return await a, b, late
 
     a, b, late = asyncio.run(step())
@@ -99,16 +103,16 @@ def test_sync_shard_applies_the_mean_once_and_drops_late_pushes():
 
 def test_shard_checkpoint_is_a_tensorflow_checkpoint_and_restores(tmp_path):
     specs = [VarSpec("layer/w", (2, 2), "float32", np.eye(2, dtype=np.float32))]
-    shard = ParameterShard(3, specs, lambda: tf.train.MomentumOptimizer(0.1, 0.9), num_workers=2,
+    shard = ParameterShard(3, specs, lambda: tf.train.MomentumOptimizer(0.1, 0.9), TOKENS[:2],
                            checkpoint_dir=str(tmp_path), checkpoint_steps=2)
     for step in range(3):
-        asyncio.run(shard.push(1, step, step, {"layer/w": np.ones((2, 2), np.float32)}))
+        asyncio.run(shard.push(1, "t1", step, step, {"layer/w": np.ones((2, 2), np.float32)}))
     reader = tf.train.load_checkpoint(str(tmp_path / "shard-3"))
     assert sorted(reader.get_variable_to_shape_map()) == ["global_step", "layer/w", "layer/w/Momentum", "worker_steps"]
     assert reader.get_tensor("global_step") == 2 and list(reader.get_tensor("worker_steps")) == [-1, 1]
     # momentum 0.9: accum 1 then 1.9; w = 1 - 0.1 * (1 + 1.9) on the diagonal
     np.testing.assert_allclose(reader.get_tensor("layer/w"), np.eye(2) - 0.29, rtol=1e-6)
-    restored = ParameterShard(3, specs, lambda: tf.train.MomentumOptimizer(0.1, 0.9), num_workers=2,
+    restored = ParameterShard(3, specs, lambda: tf.train.MomentumOptimizer(0.1, 0.9), TOKENS[:2],
                               checkpoint_dir=str(tmp_path), restore=True)
     assert restored.version == 2 and asyncio.run(restored.progress(1)) == 1
     np.testing.assert_allclose(asyncio.run(restored.pull())[1]["layer/w"], np.eye(2) - 0.29, rtol=1e-6)
@@ -116,8 +120,8 @@ def test_shard_checkpoint_is_a_tensorflow_checkpoint_and_restores(tmp_path):
 
 def test_shard_checkpoint_reads_in_tensorflow(tmp_path, tf_peer):
     specs = [VarSpec("w", (3,), "float32", np.arange(3, dtype=np.float32))]
-    shard = ParameterShard(0, specs, lambda: tf.train.AdamOptimizer(0.1), checkpoint_dir=str(tmp_path))
-    asyncio.run(shard.push(0, 0, 0, {"w": np.ones(3, np.float32)}))
+    shard = ParameterShard(0, specs, lambda: tf.train.AdamOptimizer(0.1), ["t0"], checkpoint_dir=str(tmp_path))
+    asyncio.run(shard.push(0, "t0", 0, 0, {"w": np.ones(3, np.float32)}))
     prefix = asyncio.run(shard.checkpoint())
     reader = tf_peer.train.load_checkpoint(prefix)
     np.testing.assert_allclose(reader.get_tensor("w"), asyncio.run(shard.pull())[1]["w"])
@@ -129,48 +133,8 @@ def test_shard_checkpoint_reads_in_tensorflow(tmp_path, tf_peer):
 @pytest.fixture(scope="module")
 def client():
     pytest.importorskip("distributed")
-    import cloudpickle
-    from distributed import Client
-
-    levels = {name: logging.getLogger(name).level for name in ("distributed", "tornado", "asyncio")}
-    for name in levels:
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers get this file's functions
-    cluster = distributed.local_cluster(workers=2, ps_shards=2, dashboard_address=None,
-                                        silence_logs=logging.CRITICAL)
-    client = Client(cluster, set_as_default=False)
-    try:
+    with local_client(__name__) as (_, client):
         yield client
-    finally:
-        client.close()
-        cluster.close()
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-        for name, level in levels.items():
-            logging.getLogger(name).setLevel(level)
-
-
-def _blobs(n=2000, d=20, k=4, dtype=np.float32, seed=0):
-    """Separable clusters: k centers, n points, one-hot labels."""
-    rng = np.random.RandomState(seed)
-    centers = rng.randn(k, d) * 0.5
-    labels = rng.randint(0, k, n)
-    x = centers[labels] + rng.randn(n, d)
-    return x.astype(dtype), np.eye(k, dtype=dtype)[labels]
-
-
-def softmax_model(d=20, k=4, dtype=tf.float32):
-    x = tf.placeholder(dtype, [None, d])
-    y_ = tf.placeholder(dtype, [None, k])
-    W = tf.Variable(tf.zeros([d, k], dtype=dtype), name="W")
-    b = tf.Variable(tf.zeros([k], dtype=dtype), name="b")
-    logits = tf.matmul(x, W) + b
-    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=y_, logits=logits))
-    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), tf.argmax(y_, 1)), tf.float32))
-    return {"loss": loss, "inputs": [x, y_], "accuracy": accuracy}
-
-
-def softmax_model_64():
-    return softmax_model(dtype=tf.float64)
 
 
 def _accuracy(weights, x, y):
@@ -180,7 +144,7 @@ def _accuracy(weights, x, y):
 def test_sync_equals_training_with_an_n_times_larger_batch(client):
     """2 workers, batch 8, sync, momentum: each update is the mean of the two workers' gradients,
     which is the gradient of their 16 examples together. A NumPy reference trains on those 16."""
-    x, y = _blobs(n=400, dtype=np.float64)
+    x, y = blobs(n=400, dtype=np.float64)
     steps, batch, lr, mu = 20, 8, 0.1, 0.9
     report = distributed.train(softmax_model_64, (x, y), workers=2, ps_shards=2, mode="sync", steps=steps,
                                batch_size=batch, optimizer=lambda: tf.train.MomentumOptimizer(lr, mu),
@@ -207,7 +171,7 @@ def test_sync_equals_training_with_an_n_times_larger_batch(client):
 
 
 def test_sync_with_a_backup_worker_applies_the_first_push_of_each_version(client):
-    x, y = _blobs()
+    x, y = blobs()
     report = distributed.train(softmax_model, (x, y), workers=2, ps_shards=1, mode="sync", backup_workers=1,
                                steps=60, batch_size=20, optimizer=lambda: tf.train.GradientDescentOptimizer(0.5),
                                client=client, progress=False, verbose=False, timeout=30)
@@ -218,7 +182,7 @@ def test_sync_with_a_backup_worker_applies_the_first_push_of_each_version(client
 
 
 def test_async_two_workers_train_softmax(client):
-    x, y = _blobs()
+    x, y = blobs()
     report = distributed.train(softmax_model, (x, y), workers=2, ps_shards=1, mode="async", steps=150,
                                batch_size=20, optimizer=lambda: tf.train.GradientDescentOptimizer(0.5),
                                client=client, progress=False, verbose=False, timeout=30)
@@ -235,7 +199,7 @@ def test_fetch_every_and_max_staleness(client):
     """One worker pulling every 10 steps: its pushes between pulls have staleness 0, 1, ..., 9 (its
     own updates). With max_staleness 4 those of staleness 5 and more are dropped, so the shard
     stays at 5 updates past the pull until the next one."""
-    x, y = _blobs(n=500)
+    x, y = blobs(n=500)
     kw = dict(workers=1, ps_shards=1, mode="async", steps=50, batch_size=10, fetch_every=10,
               optimizer=lambda: tf.train.GradientDescentOptimizer(0.1), client=client, progress=False,
               verbose=False, timeout=30)
@@ -258,7 +222,7 @@ def _softmax_grads(W, b, xb, yb):
 def test_push_every_sums_the_gradients_of_its_steps(client):
     """Downpour's n_push = n_fetch = 5 on one worker: each update is the sum of five gradients
     taken at the same weights (a NumPy reference, float64)."""
-    x, y = _blobs(n=500, dtype=np.float64)
+    x, y = blobs(n=500, dtype=np.float64)
     lr = float(np.float32(0.1))
     report = distributed.train(softmax_model_64, (x, y), workers=1, steps=50, batch_size=10, push_every=5,
                                fetch_every=5, shuffle=False, optimizer=lambda: tf.train.GradientDescentOptimizer(0.1),
@@ -274,7 +238,7 @@ def test_push_every_sums_the_gradients_of_its_steps(client):
 
 
 def test_a_killed_worker_is_restarted_and_the_run_finishes(client):
-    x, y = _blobs()
+    x, y = blobs()
     report = distributed.train(softmax_model, (x, y), workers=2, ps_shards=1, mode="async", steps=1500,
                                batch_size=20, optimizer=lambda: tf.train.GradientDescentOptimizer(0.1),
                                client=client, progress=False, verbose=False, timeout=60, log_every=0.05,
@@ -288,7 +252,7 @@ def test_a_killed_worker_is_restarted_and_the_run_finishes(client):
 
 
 def test_a_killed_shard_comes_back_from_its_checkpoint(client, tmp_path):
-    x, y = _blobs()
+    x, y = blobs()
     report = distributed.train(softmax_model, (x, y), workers=2, ps_shards=2, mode="async", steps=1500,
                                batch_size=20, optimizer=lambda: tf.train.GradientDescentOptimizer(0.1),
                                checkpoint_dir=str(tmp_path), checkpoint_steps=25, client=client,
@@ -321,7 +285,7 @@ def test_a_run_over_tls_through_a_scheduler_address(tmp_path):
                                         security=security)
     try:
         assert cluster.scheduler_address.startswith("tls://")
-        x, y = _blobs(n=200)
+        x, y = blobs(n=200)
         report = distributed.train(softmax_model, (x, y), workers=1, steps=20, batch_size=10,
                                    optimizer=lambda: tf.train.GradientDescentOptimizer(0.5),
                                    scheduler=cluster.scheduler_address, security=security, progress=False,
@@ -339,8 +303,8 @@ def test_an_unreachable_scheduler_is_a_quick_clear_error():
     start = time.monotonic()
     with pytest.raises(errors.UnavailableError, match=r"cannot reach the Dask scheduler at tcp://127\.0\.0\.1:9 "
                                                       r"within 2 s"):
-        distributed.train(softmax_model, _blobs(n=100), scheduler="tcp://127.0.0.1:9", connect_timeout=2,
-                          progress=False, verbose=False)
+        distributed.train(softmax_model, blobs(n=100), scheduler="tcp://127.0.0.1:9", connect_timeout=2,
+                          insecure=True, progress=False, verbose=False)
     assert time.monotonic() - start < 15
 
 
@@ -373,9 +337,9 @@ def model_with_other_shapes_on_workers():
 ])
 def test_a_model_failing_on_a_worker_names_the_worker_and_the_cause(client, model_fn, cause_class, cause):
     start = time.monotonic()
-    with pytest.raises(distributed.WorkerError, match=rf"^worker \d \(tcp://[\d.:]+\) failed: "
+    with pytest.raises(distributed.WorkerError, match=rf"^worker \d \(tls://127\.0\.0\.1:\d+\) failed: "
                                                       rf"{cause_class.__name__}: {cause}$") as info:
-        distributed.train(model_fn, _blobs(n=100), workers=2, steps=5, batch_size=10, client=client,
+        distributed.train(model_fn, blobs(n=100), workers=2, steps=5, batch_size=10, client=client,
                           progress=False, verbose=False, timeout=20)
     assert info.value.worker in (0, 1) and type(info.value.cause) is cause_class
     assert time.monotonic() - start < 15
@@ -383,9 +347,9 @@ def test_a_model_failing_on_a_worker_names_the_worker_and_the_cause(client, mode
 
 def test_bad_arguments_are_refused_before_anything_starts():
     with pytest.raises(ValueError, match="mode must be 'async' or 'sync'"):
-        distributed.train(softmax_model, _blobs(n=10), mode="downpour")
+        distributed.train(softmax_model, blobs(n=10), mode="downpour")
     with pytest.raises(ValueError, match=r"backup_workers must be in \[0, workers\)"):
-        distributed.train(softmax_model, _blobs(n=10), workers=2, backup_workers=2)
+        distributed.train(softmax_model, blobs(n=10), workers=2, backup_workers=2)
 
 
 def test_the_softmax_example_trains_with_two_async_workers(mnist_dir):

@@ -4,7 +4,10 @@ pygrad.distributed, the single-process comparison and the test accuracy (the las
 Flags: --data-dir, --workers N, --ps-shards K, --mode async|sync, --steps S (per worker), --batch B,
 --threads-per-worker T, --checkpoint-dir D, --kill-worker-at STEP, --kill-ps-at STEP (SIGKILL one of
 the run's own processes at that step, to show recovery; local cluster only), --scheduler ADDRESS
-(default: a local cluster), --tls-ca/--tls-cert/--tls-key (Dask TLS), --single-process (also train
+(default: a local cluster, TLS with its own credentials), --tls-ca/--tls-cert/--tls-key (Dask TLS),
+--insecure (allow a scheduler without TLS: anyone who reaches it runs code as you),
+--allow-lost-updates (a shard killed without a checkpoint starts again from its initial values
+instead of failing the run), --single-process (also train
 in this process on the same total examples and print both accuracies), --seed.
 """
 import argparse
@@ -44,6 +47,9 @@ def parse(description, steps, batch, learning_rate):
     p.add_argument("--tls-ca", default=None)
     p.add_argument("--tls-cert", default=None)
     p.add_argument("--tls-key", default=None)
+    p.add_argument("--insecure", action="store_true", help="allow a scheduler address without TLS")
+    p.add_argument("--allow-lost-updates", action="store_true",
+                   help="a shard lost without a checkpoint restarts from its initial values")
     p.add_argument("--single-process", action="store_true", help="also train in one process, same total examples")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true")
@@ -105,7 +111,8 @@ def main(model_fn, optimizer_fn, args):
         fetch_every=args.fetch_every, push_every=args.push_every, max_staleness=args.max_staleness,
         backup_workers=args.backup_workers,
         seed=args.seed, checkpoint_dir=args.checkpoint_dir, checkpoint_steps=args.checkpoint_steps,
-        scheduler=args.scheduler, security=security, threads_per_worker=args.threads_per_worker,
+        scheduler=args.scheduler, security=security, insecure=args.insecure,
+        allow_lost_updates=args.allow_lost_updates, threads_per_worker=args.threads_per_worker,
         kill_worker_at=args.kill_worker_at, kill_ps_at=args.kill_ps_at, progress=not args.no_progress)
     accuracy = accuracy_on(model_fn, report.weights, mnist.test.images, mnist.test.labels)
     if args.single_process:

@@ -5,7 +5,8 @@ GradientDescentOptimizer(0.5). The last line printed is `test accuracy: X` (10,0
 
 Run: python examples/distributed/softmax_ps.py --data-dir DATA_DIR [--workers 2] [--mode async]
      [--steps 500] [--kill-worker-at 100] [--kill-ps-at 200 --checkpoint-dir /some/dir]
-     [--scheduler tcp://host:8786] [--single-process]
+     [--scheduler tls://host:8786 --tls-ca ... | --scheduler tcp://host:8786 --insecure]
+     [--single-process]
 """
 from ps_example import main, parse
 

@@ -13,6 +13,7 @@ worker, and the task resumes after the last step the shards recorded from it.
 import logging
 import math
 import os
+import secrets
 import signal
 import threading
 import time
@@ -35,36 +36,65 @@ from pygrad.distributed.spec import (
 _log = logging.getLogger("pygrad")
 
 
-def local_cluster(workers=2, ps_shards=1, threads_per_worker=1, dashboard_address=":0", silence_logs=logging.WARNING,
+LOOPBACK = "127.0.0.1"
+
+
+def local_cluster(workers=2, ps_shards=1, threads_per_worker=1, dashboard_address=None, silence_logs=logging.WARNING,
                   security=None):
     """A Dask cluster on this machine for a parameter-server run: one process (under a nanny that
     restarts it) per shard, with the resource "ps", and one per worker, with the resource
-    "compute"; each with one Dask thread and threads_per_worker pygrad threads. With a
-    `distributed.security.Security`, every connection is TLS."""
-    from distributed import Nanny, Scheduler, SpecCluster
+    "compute"; each with one Dask thread and threads_per_worker pygrad threads.
 
+    Only its owner can reach it: every connection is TLS with mutual authentication, by default
+    with a key and certificate made for this cluster that only this process holds
+    (`Security.temporary()`, in memory; reach them as `cluster.security`), and every listener
+    (scheduler, nannies, workers and their HTTP servers) is bound to 127.0.0.1. dashboard_address
+    ":PORT" or "127.0.0.1:PORT" turns the dashboard on; None serves only the scheduler's metrics,
+    on a free port."""
+    from distributed import Nanny, Scheduler, SpecCluster
+    from distributed.security import Security
+
+    if security is None:
+        security = Security.temporary()  # with require_encryption=True
+    if dashboard_address is not None:
+        host, _, port = str(dashboard_address).rpartition(":")
+        if host not in ("", LOOPBACK, "localhost") or not port.isdigit():
+            raise ValueError(f"local_cluster binds every listener to {LOOPBACK}: dashboard_address must be ':PORT' or "
+                             f"'{LOOPBACK}:PORT', got {dashboard_address!r}")
+        dashboard_address = f"{LOOPBACK}:{port}"
     env = {"PYGRAD_NUM_THREADS": str(threads_per_worker), "OMP_NUM_THREADS": str(threads_per_worker)}
-    tls = {"security": security, "protocol": "tls://"} if security is not None else {}
+    tls = {"security": security, "protocol": "tls://", "host": LOOPBACK}
 
     def spec(resource):
-        return {"cls": Nanny, "options": {"nthreads": 1, "host": "127.0.0.1", "resources": {resource: 1},
-                                          "memory_limit": 0, "env": env, "dashboard": False,
+        return {"cls": Nanny, "options": {"nthreads": 1, "resources": {resource: 1}, "memory_limit": 0, "env": env,
+                                          "dashboard": False, "dashboard_address": f"{LOOPBACK}:0",
                                           "silence_logs": silence_logs, **tls}}
 
     specs = {f"ps-{k}": spec("ps") for k in range(ps_shards)}
     specs.update({f"worker-{i}": spec("compute") for i in range(workers)})
-    # dashboard_address None: no dashboard, and the scheduler's HTTP server (metrics) on any free port.
-    scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": dashboard_address or ":0",
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": dashboard_address or f"{LOOPBACK}:0",
                                                "dashboard": dashboard_address is not None, **tls}}
     return SpecCluster(workers=specs, scheduler=scheduler, silence_logs=silence_logs, name="pygrad-ps",
                        security=security)
 
 
-def connect(scheduler=None, security=None, timeout=10.0):
-    """A Dask Client of the scheduler at this address (TLS with a `distributed.security.Security`);
+def connect(scheduler, security=None, timeout=10.0, insecure=False):
+    """A Dask Client of the scheduler at this address, or of a cluster object (with its own
+    security). Over TLS with a `distributed.security.Security`; without one, a scheduler address
+    that is not tls:// is refused unless insecure=True (then a warning is logged): anyone who
+    reaches an unauthenticated Dask scheduler can run any code on it and on every worker.
     UnavailableError naming the address when it cannot be reached within timeout seconds."""
     from distributed import Client
 
+    if isinstance(scheduler, str) and security is None and not scheduler.startswith("tls://"):
+        if not insecure:
+            raise errors.InvalidArgumentError(
+                None, None, f"the Dask scheduler at {scheduler} would be reached without TLS or authentication, so "
+                            f"anyone who can reach it can run code on it and on its workers: pass "
+                            f"security=distributed.security.Security(...) for a tls:// scheduler, or insecure=True "
+                            f"to connect anyway")
+        _log.warning("connecting to the Dask scheduler at %s without TLS: anyone who can reach it can run code on "
+                     "it and on its workers", scheduler)
     try:
         return Client(scheduler, security=security, timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError) as e:
@@ -114,7 +144,7 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
           fetch_every=1, push_every=1, max_staleness=None, stale="drop", backup_workers=0, shuffle=True, seed=0,
           checkpoint_dir=None, checkpoint_steps=None, checkpoint_secs=None, scheduler=None, security=None,
           client=None, threads_per_worker=1, timeout=60.0, connect_timeout=10.0, progress=True, log_every=0.5,
-          kill_worker_at=None, kill_ps_at=None, verbose=True):
+          allow_lost_updates=False, insecure=False, kill_worker_at=None, kill_ps_at=None, verbose=True):
     """Trains model_fn's model on a parameter server; returns a Report (printed when verbose).
 
     model_fn() builds the model in the default graph (plain TF1 code on `import pygrad as tf`) and
@@ -125,7 +155,10 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
     GradientDescentOptimizer(0.01)). steps counts steps per worker; a worker pushes the sum of its
     gradients every push_every steps and pulls every fetch_every steps (async; sync pulls after each
     push). Where it runs: `client`, else
-    the scheduler at `scheduler` (with `security`), else a local_cluster started and closed here.
+    the scheduler at `scheduler` (with `security`; without TLS only with insecure=True), else a
+    local_cluster started and closed here. A shard that dies and has no checkpoint to come back
+    from fails the run (DataLossError) unless allow_lost_updates=True: then it starts again from
+    its initial values and the report counts the updates lost.
     kill_worker_at / kill_ps_at: fault drills on a cluster of this machine: SIGKILL worker 0's
     process once it reports that step (shard 0's once any worker does)."""
     _check_args(mode, workers, ps_shards, steps, batch_size, backup_workers, stale, fetch_every, push_every,
@@ -144,7 +177,9 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
               fetch_every=fetch_every, push_every=push_every, shuffle=shuffle, seed=seed, threads=threads_per_worker,
               timeout=timeout,
               log_every=log_every, data_fn=data if callable(data) else None)
-    shard_args = dict(optimizer_fn=optimizer, mode=mode, num_workers=workers, backup_workers=backup_workers,
+    # Each worker task gets its own token; the shards refuse a push that does not carry it.
+    shard_args = dict(optimizer_fn=optimizer, tokens=[secrets.token_hex(16) for _ in range(workers)], mode=mode,
+                      steps=steps, backup_workers=backup_workers,
                       max_staleness=max_staleness, stale=stale, checkpoint_dir=checkpoint_dir,
                       checkpoint_steps=checkpoint_steps, checkpoint_secs=checkpoint_secs, sync_timeout=timeout)
     cluster = own_client = None
@@ -153,10 +188,13 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
             cluster = local_cluster(workers, ps_shards, threads_per_worker, security=security)
             client = connect(cluster, security, connect_timeout)
         else:
-            client = connect(scheduler, security, connect_timeout)
+            client = connect(scheduler, security, connect_timeout, insecure)
         own_client = client
+    elif not client.scheduler.address.startswith("tls://") and not insecure:
+        _log.warning("the Dask scheduler at %s is reached without TLS: anyone who can reach it can run code on it "
+                     "and on its workers (insecure=True: no warning)", client.scheduler.address)
     quiet_dead_actor_calls()
-    run = _Run(client, job, specs, shard_args, progress)
+    run = _Run(client, job, specs, shard_args, progress, allow_lost_updates)
     try:
         with client.as_current():  # actor handles find their client as the current one
             return run.train(data, kill_worker_at, kill_ps_at, verbose)
@@ -169,7 +207,8 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
 
 
 class _Run:
-    def __init__(self, client, job, specs, shard_args, progress):
+    def __init__(self, client, job, specs, shard_args, progress, allow_lost_updates):
+        self.allow_lost_updates, self.scheduler_address = allow_lost_updates, client.scheduler.address
         self.client, self.job, self.specs, self.shard_args = client, job, specs, shard_args
         self.shards, self.addresses, self.generation = [], [], 0
         self.events, self.lock = [], threading.Lock()
@@ -250,8 +289,14 @@ class _Run:
         _log.info("parameter-server shard %d: creating it on %s", k, free[0])
         shard = self._make_shard(k, free[0], restore=True)
         stats = shard.stats().result(timeout=self.job.timeout)
+        if stats["restored_from"] is None and not self.allow_lost_updates:
+            raise errors.DataLossError(
+                None, None, f"parameter-server shard {k} died (its worker {self.addresses[k]} is gone) at version "
+                            f"{self.known_version[k]} or later, and there is no checkpoint to restore it from: its "
+                            f"updates are lost. Set checkpoint_dir (with checkpoint_steps or checkpoint_secs), or pass "
+                            f"allow_lost_updates=True to start it again from its initial values")
         for w in self.done:
-            shard.worker_done(w).result(timeout=self.job.timeout)
+            shard.worker_done(w, self.shard_args["tokens"][w]).result(timeout=self.job.timeout)
         self.failures.append({"shard": k, "generation": self.generation, "version_at_failure": self.known_version[k],
                               "restored_version": stats["version"], "checkpoint": stats["restored_from"],
                               "updates_lost": 0})
@@ -309,6 +354,14 @@ class _Run:
             self._kill(self.addresses[0])
             drills["ps"] = None
 
+    def _check_scheduler(self):
+        """Raises UnavailableError when this run's connection to the scheduler is lost (its
+        futures are cancelled then: no worker is to blame)."""
+        if self.client.status != "running":
+            raise errors.UnavailableError(None, None, f"lost the Dask scheduler at {self.scheduler_address} "
+                                                      f"(the client is {self.client.status}): the run cannot go on; "
+                                                      f"its shards' state is lost with it")
+
     def _worker_error(self, index, exc):
         address = self.started.get(index, {}).get("address")
         return WorkerError(index, address, exc)
@@ -336,7 +389,7 @@ class _Run:
             except ImportError:
                 self.bar = None
         submitted = time.time()
-        self.futures = [client.submit(run_worker, job, i, parts[i], pure=False,
+        self.futures = [client.submit(run_worker, job, i, self.shard_args["tokens"][i], parts[i], pure=False,
                                       key=f"pygrad-worker-{job.run_id}-{i}",
                                       resources={"compute": 1} if has_compute else None)
                         for i in range(job.num_workers)]
@@ -344,18 +397,23 @@ class _Run:
         pending = list(enumerate(self.futures))
         while pending:
             time.sleep(0.1)
-            self._drain_events()
-            for i, f in list(pending):
-                if f.status == "error":
-                    raise self._worker_error(i, f.exception()) from f.exception()
-                if f.status in ("lost", "cancelled"):
-                    raise self._worker_error(i, errors.AbortedError(None, None, f"its task was {f.status}"))
-                if f.status == "finished":
-                    pending.remove((i, f))
-                    self.done.add(i)
-            if pending:
-                self._drills(drills)
-                self._check_shards()
+            try:
+                self._drain_events()
+                for i, f in list(pending):
+                    if f.status == "error":
+                        raise self._worker_error(i, f.exception()) from f.exception()
+                    if f.status in ("lost", "cancelled"):
+                        self._check_scheduler()
+                        raise self._worker_error(i, errors.AbortedError(None, None, f"its task was {f.status}"))
+                    if f.status == "finished":
+                        pending.remove((i, f))
+                        self.done.add(i)
+                if pending:
+                    self._drills(drills)
+                    self._check_shards()
+            except (OSError, TimeoutError, errors.OpError):
+                self._check_scheduler()  # blame the scheduler when it is the one gone
+                raise
         end = time.time()
         results = [f.result() for f in self.futures]
         if self.bar is not None:
@@ -406,19 +464,29 @@ class _Run:
         return report
 
     def close(self):
+        """Ends the run. After a failure, worker tasks may still be running (Dask cannot interrupt
+        them): the shard handles are replaced by a stop mark, which makes them end at their next
+        contact with a shard instead of waiting for a replacement, and which stays (a few bytes)."""
         if self.bar is not None:
             self.bar.close()
+        self.shards = []
+        if self.client.status != "running":
+            return  # the scheduler is gone, and the run's state with it
         try:
             self.client.unsubscribe_topic(EVENT_TOPIC)
         except Exception:
             pass
+        finished = all(f.status == "finished" for f in self.futures)
         for f in self.futures:
             f.cancel()
-        self.shards = []
         if self.generation:
             from distributed import Variable
             try:
-                Variable(self.job.handles_name, client=self.client).delete()
+                handles = Variable(self.job.handles_name, client=self.client)
+                if finished:
+                    handles.delete()
+                else:
+                    handles.set({"generation": self.generation + 1, "shards": [], "stopped": True})
             except Exception:
                 pass  # the scheduler is gone already
 

@@ -20,7 +20,7 @@ class Report:
     bytes_pulled: int
     staleness: dict                     # staleness -> pushes (async: version now - version pulled)
     apply_seconds: list                 # one per update a shard applied (the surviving shards' own)
-    counts: dict                        # applied, dropped_stale, scaled, late, duplicate (over shards)
+    counts: dict                        # pushes, applied, dropped_stale, scaled, late, refused (over shards)
     shard_versions: list                # each shard's version at the end
     worker_restarts: int = 0
     resumes: list = dataclasses.field(default_factory=list)          # (worker, step it resumed at)
@@ -84,7 +84,7 @@ class Report:
             f"  updates applied {self.counts.get('applied', 0)}, "
             f"dropped as stale {self.counts.get('dropped_stale', 0)}, scaled {self.counts.get('scaled', 0)}, "
             f"late (sync) {self.counts.get('late', 0)}, "
-            f"duplicates {self.counts.get('duplicate', 0)}; shard versions {self.shard_versions}",
+            f"refused {self.counts.get('refused', 0)}; shard versions {self.shard_versions}",
             f"  worker restarts {self.worker_restarts}"
             + (f" (resumed at {', '.join(f'worker {w} step {s}' for w, s in self.resumes)}; each lost at most "
                f"its step in flight)" if self.resumes else ""),

@@ -15,24 +15,43 @@ Modes:
   mean is applied once and the version moves on; a push against an older version is late: dropped
   and counted. A sync push returns when its step's update has been applied.
 
+A push is checked before it counts (`_check_push`): the worker's index and token (the driver gives
+each worker task its own random token), a step later than the last that worker pushed here and
+below the run's steps, a base version the shard has had, and one gradient per variable of its
+exact shape and dtype, every value finite. A push that fails a check changes nothing, not even the
+worker's step; it is counted as refused and raised to the caller (a worker's task then fails, and
+so does the run). A shard whose weights are not finite (a finite but huge update can overflow)
+raises on every later pull and push.
+
 Every method is a coroutine, so Dask runs them on the worker's event loop one at a time (an
 update runs without yielding); only a sync push waits, for the other workers' pushes.
 """
 import asyncio
 import collections
+import hmac
+import numbers
 import os
 import time
 
 import numpy as np
 
+from pygrad import errors
+
 
 class ParameterShard:
-    def __init__(self, index, specs, optimizer_fn, mode="async", num_workers=1, backup_workers=0,
+    def __init__(self, index, specs, optimizer_fn, tokens, mode="async", steps=None, backup_workers=0,
                  max_staleness=None, stale="drop", checkpoint_dir=None, checkpoint_steps=None,
                  checkpoint_secs=None, restore=False, sync_timeout=60.0):
+        """tokens: the token of each worker (so num_workers is their number); steps: the run's steps
+        per worker (None: no bound)."""
         import pygrad as tf
 
-        self.index, self.mode, self.num_workers = index, mode, num_workers
+        num_workers = len(tokens)
+        self.index, self.mode, self.num_workers, self.steps = index, mode, num_workers, steps
+        self._tokens = [str(t).encode() for t in tokens]
+        self._shapes = {s.name: tuple(s.shape) for s in specs}
+        self._dtypes = {s.name: np.dtype(s.dtype) for s in specs}
+        self.broken = None  # why the weights are unusable (not finite), once they are
         self.backup_workers, self.max_staleness, self.stale = backup_workers, max_staleness, stale
         self.sync_timeout = sync_timeout
         self.names = [s.name for s in specs]
@@ -78,7 +97,7 @@ class ParameterShard:
         self._active = set(range(num_workers))
         self._pending = {}                   # sync: worker -> its gradients for the current version
         self._changed = None                 # asyncio.Condition, made on the event loop
-        self.counts = collections.Counter()  # applied, dropped_stale, scaled, late, duplicate, pushes
+        self.counts = collections.Counter()  # pushes, applied, dropped_stale, scaled, late, refused
         self.staleness = collections.Counter()
         self.apply_seconds = []
         self.bytes_in = self.bytes_out = 0
@@ -89,7 +108,14 @@ class ParameterShard:
 
     async def pull(self):
         """(version, {name: value}) of every variable this shard holds."""
+        self._check_not_broken()
         values = self._sess.run(self._vars)
+        bad = [f"'{n}' ({np.size(v) - np.count_nonzero(np.isfinite(v))} of {np.size(v)} values)"
+               for n, v in zip(self.names, values) if not np.isfinite(v).all()]
+        if bad:
+            self.broken = (f"parameter-server shard {self.index}: the weights are not finite at version "
+                           f"{self.version}: {', '.join(bad)}")
+            self._check_not_broken()
         out = dict(zip(self.names, values))
         self.bytes_out += sum(v.nbytes for v in values)
         return self.version, out
@@ -105,21 +131,19 @@ class ParameterShard:
                 "last_checkpoint": self.last_checkpoint}
 
     # ----------------------------------------------------------------- writes
-    async def push(self, worker, step, base_version, grads):
+    async def push(self, worker, token, step, base_version, grads):
         """Hands over worker's gradients ({name: array}) of its step, computed on weights of
-        base_version. Returns {"status": applied | scaled | stale | late | duplicate, "version",
-        "staleness"}."""
+        base_version. Returns {"status": applied | scaled | stale | late, "version",
+        "staleness"}; raises InvalidArgumentError for a push it refuses."""
         self.counts["pushes"] += 1
+        try:
+            self._check_push(worker, token, step, base_version, grads)
+        except errors.InvalidArgumentError:
+            self.counts["refused"] += 1
+            raise
         grads = {n: np.require(g, requirements="CA") for n, g in grads.items()}  # off the wire: maybe unaligned
         self.bytes_in += sum(g.nbytes for g in grads.values())
-        if step <= self._last_step.get(worker, -1):
-            self.counts["duplicate"] += 1
-            return {"status": "duplicate", "version": self.version, "staleness": 0}
         self._last_step[worker] = step
-        missing = [n for n in self.names if n not in grads]
-        if missing:
-            raise ValueError(f"parameter-server shard {self.index}: worker {worker}'s push has no gradient "
-                             f"for {missing}")
         staleness = self.version - base_version
         if self.mode == "sync":
             return await self._push_sync(worker, base_version, grads, staleness)
@@ -136,8 +160,12 @@ class ParameterShard:
         self._apply_update([grads[n] for n in self.names])
         return {"status": status, "version": self.version, "staleness": staleness}
 
-    async def worker_done(self, worker):
+    async def worker_done(self, worker, token):
         """worker has finished: sync steps stop waiting for it."""
+        if not self._known(worker, token):
+            self.counts["refused"] += 1
+            raise errors.InvalidArgumentError(None, None, f"parameter-server shard {self.index} refused the end of "
+                                                          f"worker {worker!r}: unknown worker or wrong token")
         self._active.discard(worker)
         if self.mode == "sync" and self._pending and len(self._pending) >= self._required():
             await self._apply_pending()
@@ -147,6 +175,45 @@ class ParameterShard:
         return self._save()
 
     # -------------------------------------------------------------- internals
+    def _known(self, worker, token):
+        return (isinstance(worker, numbers.Integral) and not isinstance(worker, bool)
+                and 0 <= worker < self.num_workers and isinstance(token, str)
+                and hmac.compare_digest(self._tokens[worker], token.encode()))
+
+    def _check_push(self, worker, token, step, base_version, grads):
+        """Raises InvalidArgumentError naming what is wrong with this push, before it changes anything."""
+        def refuse(reason):
+            raise errors.InvalidArgumentError(None, None, f"parameter-server shard {self.index} refused the push of "
+                                                          f"worker {worker!r}, step {step!r}: {reason}")
+
+        self._check_not_broken()
+        if not self._known(worker, token):
+            refuse(f"unknown worker or wrong token (the run's workers are 0..{self.num_workers - 1})")
+        if not isinstance(step, numbers.Integral) or step < 0 or self.steps is not None and step >= self.steps:
+            refuse(f"the step must be an integer in [0, {self.steps})")
+        last = self._last_step.get(worker, -1)
+        if step <= last:
+            refuse(f"a replayed or duplicate push: this worker's last step pushed here is {last}")
+        if not isinstance(base_version, numbers.Integral) or not 0 <= base_version <= self.version:
+            refuse(f"base version {base_version!r} is not one this shard has had (0..{self.version})")
+        if not isinstance(grads, dict):
+            refuse(f"the gradients must be a dict {{variable name: array}}, got {type(grads).__name__}")
+        missing, unknown = [n for n in self.names if n not in grads], sorted(set(grads) - set(self.names), key=str)
+        if missing or unknown:
+            refuse(f"no gradient for {missing}" if missing else f"gradients for variables it does not hold: {unknown}")
+        for n in self.names:
+            g = grads[n]
+            if not isinstance(g, np.ndarray) or g.dtype != self._dtypes[n] or g.shape != self._shapes[n]:
+                got = f"{g.dtype} {g.shape}" if isinstance(g, np.ndarray) else type(g).__name__
+                refuse(f"the gradient of '{n}' must be a {self._dtypes[n]} array of shape {self._shapes[n]}, got {got}")
+            if g.dtype.kind in "fc" and not np.isfinite(g).all():
+                refuse(f"the gradient of '{n}' has {g.size - np.count_nonzero(np.isfinite(g))} non-finite values "
+                       f"(NaN or infinity) of {g.size}")
+
+    def _check_not_broken(self):
+        if self.broken:
+            raise errors.InvalidArgumentError(None, None, self.broken)
+
     def _required(self):
         return max(1, min(self.num_workers - self.backup_workers, len(self._active)))
 

@@ -28,6 +28,8 @@ def _handles(job, generation=-1, timeout=60.0):
     deadline = time.monotonic() + timeout
     while True:
         published = var.get(timeout=timeout)
+        if published.get("stopped"):
+            raise errors.CancelledError(None, None, "the run was stopped (it failed, or its driver ended it)")
         if published["generation"] > generation:
             worker = get_worker()
             return published["generation"], [Actor(ParameterShard, address, key, worker=worker)
@@ -82,8 +84,9 @@ class _Batches:
         return [a[rows] for a in self.arrays]
 
 
-def run_worker(job, index, data):
-    """The task of worker `index`: trains job.steps steps and returns its counters."""
+def run_worker(job, index, token, data):
+    """The task of worker `index` (token: its token, which its pushes carry): trains job.steps
+    steps and returns its counters."""
     from distributed import get_worker
 
     import pygrad as tf
@@ -147,7 +150,7 @@ def run_worker(job, index, data):
                 start = time.perf_counter()
                 grads, unpushed = unpushed, None
                 try:
-                    replies = [shards[k].push(index, step, base[k], {job.specs[i].name: grads[i] for i in ids})
+                    replies = [shards[k].push(index, token, step, base[k], {job.specs[i].name: grads[i] for i in ids})
                                for k, ids in enumerate(by_shard)]
                     replies = _wait(replies, job, generation)
                 except Exception as e:
@@ -177,7 +180,7 @@ def run_worker(job, index, data):
                 last_log, loss_sum, acc_sum, logged = now, 0.0, 0.0, 0
     for s in shards:
         try:
-            s.worker_done(index).result(timeout=job.timeout)
+            s.worker_done(index, token).result(timeout=job.timeout)
         except Exception:
             pass  # a shard that is gone needs no notice; its replacement is told by the driver
     counters["seen"] = [[list(gk), v] for gk, v in counters["seen"].items()]
