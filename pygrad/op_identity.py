@@ -399,6 +399,29 @@ _HOST = {
     "PyFunc":         tf("PyFunc",       attrs="Tout", derived="Tin=ins token=host", ins="input*", own="func",
                          also="PyFuncStateless", note="TF1's py_func(stateful=False) is PyFuncStateless; pygrad "
                                                       "runs both alike"),
+    # Queues and readers (ops/queue_ops.py, ops/reader_ops.py): the queue or reader is a Python
+    # object the op names, where TF has a resource handle input (FIFOQueueV2, TextLineReaderV2, ...).
+    "QueueEnqueueV2": tf("QueueEnqueueV2", derived="handle=host Tcomponents=ins", ins="components*", own="queue keep",
+                         note="keep (tf.train.maybe_batch's keep_input) is a last bool input; TF: cond"),
+    "QueueEnqueueManyV2": tf("QueueEnqueueManyV2", derived="handle=host Tcomponents=ins", ins="components*",
+                             own="queue keep", note="keep: a last bool input; TF: cond or DynamicPartition"),
+    "QueueDequeueV2": tf("QueueDequeueV2", derived="handle=host component_types=outs", own="queue"),
+    "QueueDequeueManyV2": tf("QueueDequeueManyV2", inputs="n", derived="handle=host component_types=outs int32",
+                             own="queue"),
+    "QueueDequeueUpToV2": tf("QueueDequeueUpToV2", inputs="n", derived="handle=host component_types=outs int32",
+                             own="queue"),
+    "QueueCloseV2":   tf("QueueCloseV2", attrs="cancel_pending_enqueues", derived="handle=host", own="queue"),
+    "QueueSizeV2":    tf("QueueSizeV2",  derived="handle=host", own="queue"),
+    "QueueIsClosedV2": tf("QueueIsClosedV2", derived="handle=host", own="queue"),
+    "CountUpTo":      tf("CountUpTo",    attrs="limit", derived="ref=host T=out0", own="read increment lock",
+                         note="the counter variable is read and increased by runs of `read` and `increment`"),
+    "ReaderReadV2":   tf("ReaderReadV2", derived="reader_handle=host queue_handle=host", own="reader queue"),
+    "ReaderReadUpToV2": tf("ReaderReadUpToV2", inputs="num_records", derived="reader_handle=host queue_handle=host "
+                                                                            "int64", own="reader queue"),
+    "ReaderNumRecordsProducedV2": tf("ReaderNumRecordsProducedV2", derived="reader_handle=host", own="reader"),
+    "ReaderNumWorkUnitsCompletedV2": tf("ReaderNumWorkUnitsCompletedV2", derived="reader_handle=host",
+                                        own="reader"),
+    "ReaderResetV2":  tf("ReaderResetV2", derived="reader_handle=host", own="reader"),
     "Where":          tf("Where",        derived="T=in0"),
     "Unique":         tf("Unique",       attrs="out_idx", derived="T=in0"),
 }

@@ -46,3 +46,15 @@ from pygrad.meta_graph import export_meta_graph, write_graph  # noqa: E402
 from pygrad.train.saver import import_meta_graph  # noqa: E402
 
 __all__ += ["export_meta_graph", "import_meta_graph", "write_graph"]
+
+# TF1's queue-fed input pipelines: queue runners, their Coordinator, input producers and batching.
+from pygrad.train import queue_runner  # noqa: E402
+from pygrad.train.coordinator import Coordinator  # noqa: E402
+from pygrad.train.input import (batch, batch_join, input_producer, limit_epochs, maybe_batch,  # noqa: E402
+                                range_input_producer, shuffle_batch, shuffle_batch_join, slice_input_producer,
+                                string_input_producer)
+from pygrad.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners  # noqa: E402
+
+__all__ += ["Coordinator", "QueueRunner", "add_queue_runner", "batch", "batch_join", "input_producer", "limit_epochs",
+            "maybe_batch", "queue_runner", "range_input_producer", "shuffle_batch", "shuffle_batch_join",
+            "slice_input_producer", "start_queue_runners", "string_input_producer"]
