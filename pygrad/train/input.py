@@ -88,7 +88,7 @@ def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None, 
         tensor_list = [array_ops.convert_to_tensor(t) for t in tensor_list]
         if not tensor_list:
             raise ValueError("Expected at least one tensor in slice_input_producer().")
-        size = tensor_list[0].shape[0] if tensor_list[0].shape.ndims else None
+        size = tensor_list[0].shape.as_list()[0] if tensor_list[0].shape.ndims else None
         queue = range_input_producer(size if size is not None else array_ops.shape(tensor_list[0])[0],
                                      num_epochs=num_epochs, shuffle=shuffle, seed=seed, capacity=capacity,
                                      shared_name=shared_name)
