@@ -106,7 +106,7 @@ class QueueState:
             while not self.ready(n):
                 if self.closed:
                     if up_to and self.items:
-                        n = len(self.items)
+                        n = min(n, len(self.items))
                         break
                     if len(self.items) < n:
                         raise errors.OutOfRangeError(None, op, op.error(

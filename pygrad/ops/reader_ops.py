@@ -8,6 +8,7 @@ reader has finished its file it dequeues the next one, so a closed, empty queue 
 the queue's OutOfRangeError. Keys are TF's: b"<file>:<line>" (lines count from 1, skipped header
 lines included), b"<file>:<record>" (records count from 0), the file name, or the work unit.
 """
+import collections
 import gzip
 import threading
 import zlib
@@ -31,6 +32,10 @@ class _ReaderState:
         self.completed = 0
 
 
+ReadOutputs = collections.namedtuple("ReaderReadV2", "key value")
+ReadUpToOutputs = collections.namedtuple("ReaderReadUpToV2", "keys values")
+
+
 def _state(ctx, reader):
     return ctx.state(reader, _ReaderState)
 
@@ -46,32 +51,32 @@ def _next_file(ctx, op, queue):
 
 
 def _read(ctx, op, want):
-    """Up to `want` records (all `want` unless the queue runs out after some); each a (key, value)."""
+    """Up to `want` records (key, value) of one work unit, as TF's ReaderBase: a unit found at its
+    end counts as completed and reading goes on with the next one until a record comes."""
     reader, queue = op.attrs["reader"], op.attrs["queue"]
     state = _state(ctx, reader)
     out = []
     with state.lock:
-        while len(out) < want:
+        while True:
             if state.records is None:
-                try:
-                    work = _next_file(ctx, op, queue)
-                except errors.OutOfRangeError:
-                    if out:
-                        break
-                    raise
+                work = _next_file(ctx, op, queue)
                 try:
                     state.records = reader._records(work)
                 except OSError as e:
-                    raise errors.NotFoundError(None, op, op.error(f"{work.decode(errors='replace')}; {e.strerror or e}")) \
-                        from None
-            record = next(state.records, None)
-            if record is None:
+                    raise errors.NotFoundError(None, op, op.error(
+                        f"{work.decode(errors='replace')}; {e.strerror or e}")) from None
+            at_end = False
+            while len(out) < want and not at_end:
+                record = next(state.records, None)
+                at_end = record is None or reader._one_record_per_unit
+                if record is not None:
+                    state.produced += 1
+                    out.append(record)
+            if at_end:
                 state.records = None
                 state.completed += 1
-                continue
-            state.produced += 1
-            out.append(record)
-    return out
+            if out:
+                return out
 
 
 ReaderReadV2 = OpDef("ReaderReadV2", host=BEFORE, differentiable=False)
@@ -136,6 +141,8 @@ def _(ctx, op, values):
 class ReaderBase:
     """tf.ReaderBase: read(queue) gives the next (key, value) record of the files the queue names."""
 
+    _one_record_per_unit = False  # a unit is done once its one record is read (WholeFileReader, IdentityReader)
+
     def __init__(self, name):
         from pygrad.graph import get_default_graph
         self._name = get_default_graph().unique_name(name)
@@ -162,16 +169,16 @@ class ReaderBase:
 
     def read(self, queue, name=None):
         """(key, value): string scalars of the next record, dequeuing the next file when needed."""
-        return ReaderReadV2(reader=self, queue=self._queue(queue), name=name or "ReaderReadV2")
+        return ReadOutputs(*ReaderReadV2(reader=self, queue=self._queue(queue), name=name or "ReaderReadV2"))
 
     def read_up_to(self, queue, num_records, name=None):
-        """(keys, values): up to num_records records (fewer only when the queue runs out)."""
+        """(keys, values): up to num_records records of one file (fewer at the file's end)."""
         n = array_ops.constant_value(num_records)
         if n is None or np.ndim(n) != 0 or int(n) < 1:
             raise ValueError(f"read_up_to: num_records must be a positive Python integer or constant scalar, got "
                              f"{num_records!r}")
-        return ReaderReadUpToV2(reader=self, queue=self._queue(queue), num_records=int(n),
-                                name=name or "ReaderReadUpToV2")
+        return ReadUpToOutputs(*ReaderReadUpToV2(reader=self, queue=self._queue(queue), num_records=int(n),
+                                                 name=name or "ReaderReadUpToV2"))
 
     def num_records_produced(self, name=None):
         return ReaderNumRecordsProducedV2(reader=self, name=name or "ReaderNumRecordsProducedV2")
@@ -249,6 +256,8 @@ class FixedLengthRecordReader(ReaderBase):
 class WholeFileReader(ReaderBase):
     """tf.WholeFileReader: one record per file, its name and its contents."""
 
+    _one_record_per_unit = True
+
     def __init__(self, name=None):
         super().__init__(name or "WholeFileReaderV2")
 
@@ -258,6 +267,8 @@ class WholeFileReader(ReaderBase):
 
 class IdentityReader(ReaderBase):
     """tf.IdentityReader: one record per work unit, the work unit as both key and value."""
+
+    _one_record_per_unit = True
 
     def __init__(self, name=None):
         super().__init__(name or "IdentityReaderV2")
