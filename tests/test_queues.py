@@ -71,8 +71,8 @@ def _padding_and_priority(tfm):
 
 def _unknown_shapes(tfm):
     q = tfm.FIFOQueue(2, [tfm.float32])
-    return [q.dequeue_many(1), Timed(q.dequeue(), 50), q.enqueue([[1., 2.]]), q.enqueue([3.]), Timed(q.enqueue([4.]), 50),
-            q.close(True), q.dequeue(), q.dequeue(), q.dequeue()]
+    return [q.dequeue_many(1), Timed(q.dequeue(), 50), q.enqueue([[1., 2.]]), q.enqueue([3.]),
+            Timed(q.enqueue([4.]), 50), q.close(True), q.dequeue(), q.dequeue(), q.dequeue()]
 
 
 def _random_shuffle(tfm):

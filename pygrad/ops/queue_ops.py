@@ -19,18 +19,11 @@ import numpy as np
 
 from pygrad import dtypes, errors
 from pygrad.ops import array_ops, random_ops
+from pygrad.ops.data_ops import feedable
 from pygrad.registry import AFTER, BEFORE, HostError, OpDef, Spec
 from pygrad.shapes import TensorShape, as_shape
 
 _LABELS = itertools.count()  # TF names a queue's resource "_<n>_<op name>" in its messages
-
-
-def as_array(value, dtype):
-    """value as the array a plan binds for a component of dtype: C-contiguous, aligned."""
-    if dtype == dtypes.string:
-        return dtypes.as_bytes_array(value)
-    arr = np.asarray(value, dtype=dtype.np)
-    return arr if arr.flags.c_contiguous and arr.flags.aligned else arr.copy()
 
 
 class QueueState:
@@ -216,7 +209,7 @@ def _(*, queue, n):
 def _(ctx, op, values):
     queue = _queue_of(op)
     (element,) = queue._state(ctx).dequeue(op, 1, False, ctx.deadline)
-    return [as_array(v, d) for v, d in zip(element, queue.dtypes)]
+    return [feedable(v, d) for v, d in zip(element, queue.dtypes)]
 
 
 @QueueDequeueManyV2.host
@@ -432,7 +425,7 @@ class QueueBase:
         """One element's arrays, checked against the component shapes."""
         element = []
         for i, (v, d, s) in enumerate(zip(values, self._dtypes, self._shapes)):
-            arr = as_array(v, d)
+            arr = feedable(v, d)
             if not s.is_compatible_with(arr.shape):
                 raise HostError(f"Shape mismatch in tuple component {i}. Expected {s.as_list()}, got "
                                 f"{list(arr.shape)}")
@@ -440,7 +433,7 @@ class QueueBase:
         return tuple(element)
 
     def _stack(self, op, elements):
-        return [as_array(np.stack([e[i] for e in elements]) if elements else np.zeros([0] + s.as_list(), d.np), d)
+        return [feedable(np.stack([e[i] for e in elements]) if elements else np.zeros([0] + s.as_list(), d.np), d)
                 for i, (d, s) in enumerate(zip(self._dtypes, self._shapes))]
 
 
@@ -505,7 +498,7 @@ class PaddingFIFOQueue(QueueBase):
                             object if d == dtypes.string else d.np)
             for j, e in enumerate(elements):
                 batch[(j,) + tuple(slice(0, n) for n in e[i].shape)] = e[i] if e[i].ndim else e[i][()]
-            out.append(as_array(batch, d))
+            out.append(feedable(batch, d))
         return out
 
 
