@@ -401,6 +401,14 @@ NOT_EXPORTABLE = {
     "PyFunc": "TF's PyFunc calls a Python function registered in the process that built its graph",
     "IteratorGetNext": "a dataset iterator: in TF a resource made from the dataset's graph (its functions)",
     "MakeIterator": "a dataset iterator's initializer (see IteratorGetNext)",
+    **{t: "a queue's op: in TF its input is the handle of a queue resource (FIFOQueueV2, ...), which pygrad's "
+          "Python queue object stands for" for t in ("QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
+                                                     "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueCloseV2",
+                                                     "QueueSizeV2", "QueueIsClosedV2")},
+    **{t: "a reader's op: in TF its inputs are reader and queue resource handles, which pygrad's Python objects "
+          "stand for" for t in ("ReaderReadV2", "ReaderReadUpToV2", "ReaderNumRecordsProducedV2",
+                                "ReaderNumWorkUnitsCompletedV2", "ReaderResetV2")},
+    "CountUpTo": "TF's takes the counter variable as a reference input; pygrad's runs read and increment it",
 }
 
 
@@ -420,6 +428,12 @@ def _unexportable_graph():
     tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: x - 1.0)
     tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 2.0), [0, x])
     tf.py_func(lambda a: a * 2, [x], tf.float32)
+    q = tf.FIFOQueue(3, [tf.string], shapes=[[]])
+    [q.enqueue("a"), q.enqueue_many([["b"]]), q.dequeue(), q.dequeue_many(2), q.dequeue_up_to(2), q.close(),
+     q.size(), q.is_closed()]
+    reader = tf.TextLineReader()
+    [reader.read(q), reader.read_up_to(q, 2), reader.num_records_produced(), reader.num_work_units_completed(),
+     reader.reset(), tf.count_up_to(tf.Variable(tf.constant(0, tf.int64)), 2)]
     iterator = tf.data.Dataset.from_tensor_slices(np.arange(4.0, dtype=np.float32)).make_initializable_iterator()
     return iterator.get_next()
 

@@ -368,13 +368,16 @@ class QueueBase:
         return [array_ops.convert_to_tensor(keep_input, dtype=dtypes.bool_)], True
 
     def enqueue(self, vals, name=None, keep_input=None):
-        """An op that adds one element (blocks while the queue is full)."""
+        """An op that adds one element (blocks while the queue is full). keep_input, pygrad's own (what
+        tf.train.maybe_batch builds with a cond in TF): a bool scalar tensor; the element is added
+        only in runs where it is true."""
         name = name or f"{self._name}_enqueue"
         keep, has_keep = self._keep(keep_input)
         return QueueEnqueueV2(*self._components(vals, False, name), *keep, queue=self, keep=has_keep, name=name)
 
     def enqueue_many(self, vals, name=None, keep_input=None):
-        """An op that adds the slices of vals along their first dimension as elements."""
+        """An op that adds the slices of vals along their first dimension as elements (keep_input: as
+        enqueue's, or a bool vector choosing the slices)."""
         name = name or f"{self._name}_EnqueueMany"
         keep, has_keep = self._keep(keep_input)
         return QueueEnqueueManyV2(*self._components(vals, True, name), *keep, queue=self, keep=has_keep, name=name)
@@ -445,7 +448,7 @@ def element_shape(shape, name):
     return shape if shape.ndims is None else TensorShape(shape.as_list()[1:])
 
 
-def _as_dtype(d):
+def _as_dtype(d):  # (QueueBase's `dtypes` argument hides the module there)
     return dtypes.as_dtype(d)
 
 
