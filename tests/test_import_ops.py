@@ -144,6 +144,13 @@ NOT_IMPORTED = {
     "LogUniformCandidateSampler": "sampling ops are not yet mapped",
     "TileGrad": "not written by TF 1.15's gradients (Tile's gradient is Reshape and Sum)",
     "SparseApplyCenteredRMSProp": "not yet mapped",
+    **{t: "a queue or reader op: its inputs are resource handles (FIFOQueueV2, TextLineReaderV2, ...), which the "
+          "import does not build" for t in ("QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
+                                            "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueCloseV2", "QueueSizeV2",
+                                            "QueueIsClosedV2", "ReaderReadV2", "ReaderReadUpToV2",
+                                            "ReaderNumRecordsProducedV2", "ReaderNumWorkUnitsCompletedV2",
+                                            "ReaderResetV2")},
+    "CountUpTo": "its input is a reference to a variable; not yet mapped",
 }
 
 
