@@ -209,6 +209,21 @@ def test_maybe_batch_keeps_the_elements_keep_input_selects():
     assert_same_runs(got, drain(tf1, build))
     assert [list(g) for g in got] == [[0, 3], [6, 9]]
 
+    def build_join(tfm):
+        x = tfm.train.range_input_producer(6, num_epochs=1, shuffle=False).dequeue()
+        return tfm.train.maybe_batch_join([[x]], x < 3, 2, allow_smaller_final_batch=True)
+
+    assert_same_runs(drain(tf, build_join), drain(tf1, build_join))
+
+    def build_shuffled(tfm):
+        x = tfm.train.range_input_producer(12, num_epochs=1, shuffle=False).dequeue()
+        odd = tfm.train.maybe_shuffle_batch([x], 3, 8, 2, tfm.equal(tfm.mod(x, 2), 1),
+                                            allow_smaller_final_batch=True)
+        return odd
+
+    shuffled = np.concatenate(drain(tf, build_shuffled))
+    assert sorted(shuffled.tolist()) == [1, 3, 5, 7, 9, 11]
+
 
 def test_epochs_is_a_local_variable_and_uninitialized_stops_the_runner_with_tfs_error():
     files = tf.train.string_input_producer(["a"], num_epochs=1)

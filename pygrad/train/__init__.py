@@ -51,10 +51,10 @@ __all__ += ["export_meta_graph", "import_meta_graph", "write_graph"]
 from pygrad.train import queue_runner  # noqa: E402
 from pygrad.train.coordinator import Coordinator  # noqa: E402
 from pygrad.train.input import (batch, batch_join, input_producer, limit_epochs, maybe_batch,  # noqa: E402
-                                range_input_producer, shuffle_batch, shuffle_batch_join, slice_input_producer,
-                                string_input_producer)
+                                maybe_batch_join, maybe_shuffle_batch, maybe_shuffle_batch_join, range_input_producer,
+                                shuffle_batch, shuffle_batch_join, slice_input_producer, string_input_producer)
 from pygrad.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners  # noqa: E402
 
 __all__ += ["Coordinator", "QueueRunner", "add_queue_runner", "batch", "batch_join", "input_producer", "limit_epochs",
-            "maybe_batch", "queue_runner", "range_input_producer", "shuffle_batch", "shuffle_batch_join",
+            "maybe_batch", "maybe_batch_join", "maybe_shuffle_batch", "maybe_shuffle_batch_join", "queue_runner", "range_input_producer", "shuffle_batch", "shuffle_batch_join",
             "slice_input_producer", "start_queue_runners", "string_input_producer"]

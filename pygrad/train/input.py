@@ -222,3 +222,26 @@ def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, se
     return _batch(tensors_list, batch_size, True, 1, capacity, enqueue_many, shapes, False,
                   allow_smaller_final_batch, shared_name, name, "shuffle_batch_join", (min_after_dequeue, seed))
 
+
+
+def maybe_batch_join(tensors_list, keep_input, batch_size, capacity=32, enqueue_many=False, shapes=None,
+                     dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
+    """batch_join, of the elements whose keep_input is true."""
+    return _batch(tensors_list, batch_size, keep_input, 1, capacity, enqueue_many, shapes, dynamic_pad,
+                  allow_smaller_final_batch, shared_name, name, "batch_join")
+
+
+def maybe_shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input, num_threads=1, seed=None,
+                        enqueue_many=False, shapes=None, allow_smaller_final_batch=False, shared_name=None,
+                        name=None):
+    """shuffle_batch, of the elements whose keep_input is true."""
+    return _batch([tensors], batch_size, keep_input, num_threads, capacity, enqueue_many, shapes, False,
+                  allow_smaller_final_batch, shared_name, name, "shuffle_batch", (min_after_dequeue, seed))
+
+
+def maybe_shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, keep_input, seed=None,
+                             enqueue_many=False, shapes=None, allow_smaller_final_batch=False, shared_name=None,
+                             name=None):
+    """shuffle_batch_join, of the elements whose keep_input is true."""
+    return _batch(tensors_list, batch_size, keep_input, 1, capacity, enqueue_many, shapes, False,
+                  allow_smaller_final_batch, shared_name, name, "shuffle_batch_join", (min_after_dequeue, seed))
