@@ -19,6 +19,7 @@ class GraphKeys:
     LOSSES = "losses"
     REGULARIZATION_LOSSES = "regularization_losses"
     SUMMARIES = "summaries"
+    QUEUE_RUNNERS = "queue_runners"
     UPDATE_OPS = "update_ops"
     TRAIN_OP = "train_op"
     INIT_OP = "init_op"

@@ -13,6 +13,9 @@
 ``plan_host_run`` works out a run of a graph with host ops once per run signature; ``Session``
 carries it out, giving each host function the session's HostContext.
 """
+import contextlib
+import threading
+
 from pygrad import errors
 from pygrad.graph import Tensor, reachable
 from pygrad.registry import AFTER, ALIAS, BEFORE, BETWEEN, CONST, HOST, HostError
@@ -20,24 +23,54 @@ from pygrad.registry import AFTER, ALIAS, BEFORE, BETWEEN, CONST, HOST, HostErro
 
 class HostContext:
     """What a host op's function may use of the session that runs it: state kept per session
-    (``state``) and runs of other fetches in the same session (``run``)."""
+    (``state``), runs of other fetches in the same session (``run``) and the time limit of the
+    calling thread's run (``deadline``), for a function that waits (a queue's dequeue)."""
 
-    __slots__ = ("_run", "_states")
+    __slots__ = ("_run", "_states", "_local", "_closed")
 
     def __init__(self, run):
         self._run = run  # Session.run
         self._states = {}
+        self._local = threading.local()
+        self._closed = False
 
     def state(self, key, make):
-        """The state this session keeps for key (an iterator, a dataset, an op): make() at first use."""
+        """The state this session keeps for key (an iterator, a dataset, an op): make() at first use
+        (runs on several threads get one state: the first stored wins)."""
         s = self._states.get(key)
         if s is None:
-            s = self._states[key] = make()
+            s = self._states.setdefault(key, make())
+            if self._closed:  # made by a run that raced the session's close
+                self.close()
         return s
 
     def run(self, fetches, feed_dict=None):
         """The values of fetches from a run of this session (as Session.run)."""
         return self._run(fetches, feed_dict)
+
+    @property
+    def deadline(self):
+        """When the calling thread's run must end, in time.monotonic_ns() (0: no limit)."""
+        return getattr(self._local, "deadline", 0)
+
+    @contextlib.contextmanager
+    def running(self, deadline):
+        """Sets the calling thread's deadline for a run (nested runs keep the outer one when they have none)."""
+        outer = self.deadline
+        self._local.deadline = deadline or outer
+        try:
+            yield self
+        finally:
+            self._local.deadline = outer
+
+    def close(self):
+        """Wakes what waits on this session's state (a queue's blocked runs), now and later: each
+        state's cancel(), where it has one."""
+        self._closed = True
+        for s in list(self._states.values()):
+            cancel = getattr(s, "cancel", None)
+            if cancel is not None:
+                cancel()
 
 
 def call_host(ctx, op, values):

@@ -72,7 +72,7 @@ class BaseSession:
         self._store = SessionStore(self.graph)
         self.plans = PlanCache()
         self._host_runs = {}  # (elements, feed tensors) -> host.HostRun
-        self._host = None  # the HostContext its host ops get, made at the first run that has them
+        self._host = HostContext(lambda fetches, feed_dict: self.run(fetches, feed_dict))  # what its host ops get
         self.closed = False
         threads = getattr(config, "intra_op_parallelism_threads", 0)
         if threads:  # pygrad's thread count is one for the process (tf.set_num_threads)
@@ -92,6 +92,7 @@ class BaseSession:
     def close(self):
         """Frees the session's plans, variables and scratch."""
         self.closed = True
+        self._host.close()  # wakes the runs blocked on the session's queues
         self.plans.clear()
         self._store = None
 
@@ -203,9 +204,11 @@ class BaseSession:
             how = self._host_runs[sig] = plan_host_run(self.graph, elements, feed_tensors)
             if len(self._host_runs) > PLAN_CACHE_ENTRIES:
                 del self._host_runs[next(iter(self._host_runs))]
-        if self._host is None:
-            self._host = HostContext(self.run)
         ctx = self._host
+        with ctx.running(deadline):
+            return self._host_ops_and_plan(how, ctx, elements, feed_tensors, arrays, deadline)
+
+    def _host_ops_and_plan(self, how, ctx, elements, feed_tensors, arrays, deadline):
         if how.binders or how.stages:
             feed_tensors, arrays = list(feed_tensors), list(arrays)
             for op in how.binders:

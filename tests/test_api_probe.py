@@ -99,6 +99,44 @@ def _initializable():
         return sorted(sess.run(nxt) for _ in range(6)) == [1, 1, 2, 2, 3, 3]
 
 
+def _queue_runners(make_batch):
+    """Starts the graph's queue runners, fetches one batch, stops and joins them."""
+    batch = make_batch()
+    with tf.Session() as sess:
+        sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        value = sess.run(batch)
+        coord.request_stop()
+        coord.join(threads)
+    return value
+
+
+def _text_line_batch():
+    import os
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+        f.write("x\n1\n2\n3\n")
+    try:
+        _, line = tf.TextLineReader(skip_header_lines=1).read(tf.train.string_input_producer([f.name], shuffle=False))
+        return list(_queue_runners(lambda: tf.train.batch([line], 3))) == [b"1", b"2", b"3"]
+    finally:
+        os.remove(f.name)
+
+
+def _shuffle_batch():
+    batch = _queue_runners(lambda: tf.train.shuffle_batch([tf.train.range_input_producer(4).dequeue()], 6, 10, 2))
+    return batch.shape == (6,) and set(batch.tolist()) <= {0, 1, 2, 3}
+
+
+def _queue():
+    q = tf.FIFOQueue(4, [tf.int32], shapes=[[]])
+    with tf.Session() as sess:
+        sess.run(q.enqueue_many([[1, 2, 3]]))
+        sess.run(q.close())
+        return list(sess.run(q.dequeue_up_to(5))) == [1, 2, 3] and bool(sess.run(q.is_closed()))
+
+
 def _cond():
     x = tf.placeholder(tf.float32, [])
     y = tf.cond(x > 0, lambda: x * 2, lambda: -x)
@@ -226,6 +264,9 @@ PROBES = {
     "matching_files / io.gfile": lambda: tf.io.gfile.exists(".") and tf.io.gfile.isdir(".")
     and run(tf.matching_files("*.toml")).tolist() == [b"pyproject.toml"] if tf.gfile.Exists("pyproject.toml")
     else run(tf.matching_files("no-such-*")).size == 0,
+    "FIFOQueue (enqueue_many, close, dequeue_up_to)": _queue,
+    "train.string_input_producer + TextLineReader + train.batch": _text_line_batch,
+    "train.shuffle_batch + range_input_producer": _shuffle_batch,
     # the surface around the graph
     "device": lambda: tf.device("/cpu:0") is not None and run(tf.constant(1)) == 1,
     "ConfigProto / GPUOptions / RunOptions / RunMetadata": lambda: tf.Session(config=tf.ConfigProto(

@@ -436,6 +436,14 @@ NOT_EXPORTABLE = {
     "IteratorGetNext": "a dataset iterator: in TF a resource made from the dataset's graph (its functions)",
     "MakeIterator": "a dataset iterator's initializer (see IteratorGetNext)",
     "ParseExampleV2": "its feature keys become string Const inputs; the export moves int attributes to inputs only",
+    **{t: "a queue's op: in TF its input is the handle of a queue resource (FIFOQueueV2, ...), which pygrad's "
+          "Python queue object stands for" for t in ("QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
+                                                     "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueCloseV2",
+                                                     "QueueSizeV2", "QueueIsClosedV2")},
+    **{t: "a reader's op: in TF its inputs are reader and queue resource handles, which pygrad's Python objects "
+          "stand for" for t in ("ReaderReadV2", "ReaderReadUpToV2", "ReaderNumRecordsProducedV2",
+                                "ReaderNumWorkUnitsCompletedV2", "ReaderResetV2")},
+    "CountUpTo": "TF's takes the counter variable as a reference input; pygrad's runs read and increment it",
 }
 
 
@@ -454,6 +462,12 @@ def _unexportable_graph():
     x = tf.placeholder(tf.float32, [3], name="x")
     tf.py_func(lambda a: a * 2, [x], tf.float32)
     tf.parse_single_example(tf.constant(b""), {"f": tf.FixedLenFeature([], tf.float32, 1.0)})
+    q = tf.FIFOQueue(3, [tf.string], shapes=[[]])
+    [q.enqueue("a"), q.enqueue_many([["b"]]), q.dequeue(), q.dequeue_many(2), q.dequeue_up_to(2), q.close(),
+     q.size(), q.is_closed()]
+    reader = tf.TextLineReader()
+    [reader.read(q), reader.read_up_to(q, 2), reader.num_records_produced(), reader.num_work_units_completed(),
+     reader.reset(), tf.count_up_to(tf.Variable(tf.constant(0, tf.int64)), 2)]
     iterator = tf.data.Dataset.from_tensor_slices(np.arange(4.0, dtype=np.float32)).make_initializable_iterator()
     return iterator.get_next()
 

@@ -146,6 +146,13 @@ NOT_IMPORTED = {
     "SparseApplyCenteredRMSProp": "not yet mapped",
     "ParseExampleV2": "string and Example ops are not yet mapped (its keys are string inputs in TF)",
     "DecodeCSV": "not yet mapped (its defaults are a list input of several types)",
+    **{t: "a queue or reader op: its inputs are resource handles (FIFOQueueV2, TextLineReaderV2, ...), which the "
+          "import does not build" for t in ("QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
+                                            "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueCloseV2", "QueueSizeV2",
+                                            "QueueIsClosedV2", "ReaderReadV2", "ReaderReadUpToV2",
+                                            "ReaderNumRecordsProducedV2", "ReaderNumWorkUnitsCompletedV2",
+                                            "ReaderResetV2")},
+    "CountUpTo": "its input is a reference to a variable; not yet mapped",
 }
 
 

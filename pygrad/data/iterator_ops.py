@@ -8,8 +8,6 @@ iterator starts its pipeline in a session on first use, an initializable one whe
 runs there (again on every run of the initializer).
 At the end of the data, a run raises ``tf.errors.OutOfRangeError`` and the session stays usable.
 """
-import numpy as np
-
 from pygrad import dtypes, errors, nest
 from pygrad.ops import data_ops
 from pygrad.shapes import TensorShape, as_shape
@@ -38,14 +36,6 @@ class _Pipeline:
 
     def __init__(self):
         self.elements = None
-
-
-def _feedable(value, dtype):
-    """An element component as the plan takes a fed array: its dtype, C-contiguous, aligned."""
-    if dtype == dtypes.string:
-        return dtypes.as_bytes_array(value)
-    arr = np.asarray(value, dtype=dtype.np)
-    return arr if arr.flags.c_contiguous and arr.flags.aligned else arr.copy()
 
 
 class Iterator:
@@ -139,7 +129,7 @@ class Iterator:
         if element is _END:
             state.elements = _END
             raise errors.OutOfRangeError(None, op, op.error("End of sequence"))
-        return [_feedable(v, d) for v, (d, _) in zip(element, self._specs)]
+        return [data_ops.feedable(v, d) for v, (d, _) in zip(element, self._specs)]
 
 
 def make_one_shot_iterator(dataset):

@@ -8,7 +8,20 @@ tensors the dataset captured, such as a placeholder's value (host stage AFTER). 
 attributes hold the iterator's Python callable its host function calls with the run's context:
 ``next_element(ctx, op)`` and ``start(ctx, input_values)``.
 """
+import numpy as np
+
+from pygrad import dtypes
 from pygrad.registry import AFTER, BEFORE, OpDef, Spec
+
+
+def feedable(value, dtype):
+    """value as the array a plan binds for a tensor of dtype (an element component, a dequeued
+    value): C-contiguous and aligned; for a string, an object array of bytes."""
+    if dtype == dtypes.string:
+        return dtypes.as_bytes_array(value)
+    arr = np.asarray(value, dtype=dtype.np)
+    return arr if arr.flags.c_contiguous and arr.flags.aligned else arr.copy()
+
 
 IteratorGetNext = OpDef("IteratorGetNext", host=BEFORE, differentiable=False)
 

@@ -53,3 +53,15 @@ from pygrad import proto as _proto  # noqa: E402
 _MESSAGES = ("BytesList", "Example", "Feature", "FeatureList", "FeatureLists", "Features", "FloatList", "Int64List",
              "SequenceExample")
 __getattr__ = _proto.lazy_messages(__name__, _MESSAGES)
+
+# TF1's queue-fed input pipelines: queue runners, their Coordinator, input producers and batching.
+from pygrad.train import queue_runner  # noqa: E402
+from pygrad.train.coordinator import Coordinator  # noqa: E402
+from pygrad.train.input import (batch, batch_join, input_producer, limit_epochs, maybe_batch,  # noqa: E402
+                                maybe_batch_join, maybe_shuffle_batch, maybe_shuffle_batch_join, range_input_producer,
+                                shuffle_batch, shuffle_batch_join, slice_input_producer, string_input_producer)
+from pygrad.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners  # noqa: E402
+
+__all__ += ["Coordinator", "QueueRunner", "add_queue_runner", "batch", "batch_join", "input_producer", "limit_epochs",
+            "maybe_batch", "maybe_batch_join", "maybe_shuffle_batch", "maybe_shuffle_batch_join", "queue_runner", "range_input_producer", "shuffle_batch", "shuffle_batch_join",
+            "slice_input_producer", "start_queue_runners", "string_input_producer"]

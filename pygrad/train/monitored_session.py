@@ -10,9 +10,11 @@ from pygrad.graph import GraphKeys, get_default_graph
 from pygrad.ops.state_ops import global_variables_initializer, local_variables_initializer
 from pygrad.session import Session
 from pygrad.train import checkpoint_management
+from pygrad.train.coordinator import Coordinator
 from pygrad.ops import summary_ops
 from pygrad.train.hooks import (CheckpointSaverHook, SessionRunArgs, SessionRunContext, SessionRunValues,
                                 StepCounterHook, SummarySaverHook)
+from pygrad.train.queue_runner import start_queue_runners
 from pygrad.train.saver import Saver
 
 _log = logging.getLogger("pygrad")
@@ -133,26 +135,6 @@ class ChiefSessionCreator(SessionCreator):
         return sess
 
 
-class Coordinator:
-    """Stop requests shared by a session's hooks (a single-process tf.train.Coordinator)."""
-
-    def __init__(self):
-        self._stop = False
-
-    def request_stop(self, ex=None):
-        self._stop = True
-
-    def should_stop(self):
-        return self._stop
-
-    def clear_stop(self):
-        self._stop = False
-
-    def join(self, threads=None, stop_grace_period_secs=120, ignore_live_threads=False):
-        for t in threads or []:
-            t.join(stop_grace_period_secs)
-
-
 class _StepContext:
     """What run_step_fn's step_fn gets: the raw session, run_with_hooks and request_stop."""
 
@@ -171,14 +153,17 @@ class _StepContext:
 
 
 class _MonitoredSession:
-    def __init__(self, session_creator, hooks):
+    def __init__(self, session_creator, hooks, stop_grace_period_secs=120):
         self._graph = get_default_graph()
         self._graph_was_finalized = self._graph.finalized
         self._hooks = list(hooks or [])
         for h in self._hooks:
             h.begin()
         self._sess = (session_creator or ChiefSessionCreator()).create_session()
-        self._coord = Coordinator()
+        # The graph's queue runners run until close, which stops them (as TF's _CoordinatedSession).
+        self._coord = Coordinator(clean_stop_exception_types=[])
+        self._stop_grace_period_secs = stop_grace_period_secs
+        start_queue_runners(self._sess, self._coord)
         self._should_stop = False
         for h in self._hooks:
             h.after_create_session(self._sess, self._coord)
@@ -217,7 +202,11 @@ class _MonitoredSession:
             if both:
                 raise RuntimeError(f"Same tensor is fed by a SessionRunHook and user: {both}")
         merged = {**(feed_dict or {}), **hook_feeds} or None
-        outputs = self._sess.run(actual_fetches, feed_dict=merged, options=options, run_metadata=run_metadata)
+        try:
+            outputs = self._sess.run(actual_fetches, feed_dict=merged, options=options, run_metadata=run_metadata)
+        except Exception:
+            self._coord.raise_requested_exception()  # a queue runner's error, when one stopped the input
+            raise
         for hook in self._hooks:
             hook.after_run(context, SessionRunValues(outputs.get(hook), options, run_metadata))
         self._should_stop = self._should_stop or context.stop_requested
@@ -239,7 +228,11 @@ class _MonitoredSession:
             try:
                 if self._sess is None:
                     raise RuntimeError("Session is already closed.")
-                self._sess.close()
+                self._coord.request_stop()
+                try:
+                    self._coord.join(stop_grace_period_secs=self._stop_grace_period_secs, ignore_live_threads=True)
+                finally:
+                    self._sess.close()
             finally:
                 self._sess = None
                 if not self._graph_was_finalized:
@@ -260,7 +253,7 @@ class MonitoredSession(_MonitoredSession):
     ChiefSessionCreator), which restores or initializes the variables."""
 
     def __init__(self, session_creator=None, hooks=None, stop_grace_period_secs=120):
-        super().__init__(session_creator, hooks)
+        super().__init__(session_creator, hooks, stop_grace_period_secs)
 
 
 class SingularMonitoredSession(_MonitoredSession):
@@ -270,7 +263,7 @@ class SingularMonitoredSession(_MonitoredSession):
                  stop_grace_period_secs=120, checkpoint_filename_with_path=None):
         creator = ChiefSessionCreator(scaffold=scaffold, master=master, config=config, checkpoint_dir=checkpoint_dir,
                                       checkpoint_filename_with_path=checkpoint_filename_with_path)
-        super().__init__(creator, hooks)
+        super().__init__(creator, hooks, stop_grace_period_secs)
 
     def raw_session(self):
         return self._tf_sess()
