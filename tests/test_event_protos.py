@@ -4,6 +4,7 @@ TensorBoard's readers read pygrad's event files (tensor, text and audio summarie
 writer and reader agree with TensorFlow's FileWriter event by event."""
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -41,7 +42,9 @@ def test_import_pygrad_builds_no_message_and_tf_names_them():
             "(p.Summary, p.Event, p.SessionLog, p.HistogramProto, p.SummaryMetadata, p.LogMessage); "
             "assert (tf.summary.Summary, tf.summary.Event, tf.summary.TaggedRunMetadata) == "
             "(p.Summary, p.Event, p.TaggedRunMetadata); print('ok')")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "ok\n"
+    # From outside the source tree, so the installed pygrad is the one imported.
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=tempfile.gettempdir()).stdout == "ok\n"
 
 
 def test_the_message_api_of_tf1_code():
