@@ -228,14 +228,14 @@ def _named(t, name):
 # ---------------------------------------------------------------- TensorArrays
 
 def tensor_array(b):
-    size, element = b.x[0], b.attr("element_shape")
+    """TensorArrayV3: a pygrad TensorArray, its handle and its flow both; a size read from a
+    tensor's first dimension (tf.shape(x)[0]) sizes it when the plan is built."""
     dims = b.shape_arg_dims(0)
-    kw = dict(element_shape=element, name=b.name)
+    kw = dict(element_shape=b.attr("element_shape"), name=b.name)
     if dims is not None and isinstance(dims[0], tuple) and dims[0][1] == 0:
         ta = tensor_array_ops.TensorArray._sized_like(b.attr("dtype"), dims[0][0], **kw)
     else:
         ta = tensor_array_ops.TensorArray(b.attr("dtype"), size=int(b.value(0)), **kw)
-    del size
     return [ta, ta]
 
 
