@@ -34,6 +34,7 @@ _CHANNEL_MODES = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
 
 def _pixels(image, channels, dtype, what):
     """The [height, width, channels] array of an opened Pillow image, as TF's decoders give it."""
+    png = image.format == "PNG"
     if image.mode == "P":
         image = image.convert("RGBA" if "transparency" in image.info else "RGB")
     elif image.mode == "CMYK":
@@ -47,11 +48,25 @@ def _pixels(image, channels, dtype, what):
         a = np.asarray(image).astype(np.uint16)
         a = a if dtype == dtypes.uint16 else (a >> 8).astype(np.uint8)
         return a[:, :, None]
+    if png and channels == 1 and image.mode in ("RGB", "RGBA"):
+        return _gray(np.asarray(image, dtype=np.uint8), dtype)
     if channels and _MODE_CHANNELS[image.mode] != channels:
         image = image.convert(_CHANNEL_MODES[channels])
     a = np.asarray(image.convert("L") if image.mode == "1" else image, dtype=np.uint8)
     a = a.reshape(a.shape[0], a.shape[1], -1)
     return a.astype(np.uint16) * 257 if dtype == dtypes.uint16 else a
+
+
+# libpng's rgb_to_gray with TF's weights (png_set_rgb_to_gray(png, 1, 0.299, 0.587)): 15-bit fixed
+# point, the weights truncated and blue's the rest, the sum truncated.
+_GRAY_WEIGHTS = (int(0.299 * 32768), int(0.587 * 32768), 32768 - int(0.299 * 32768) - int(0.587 * 32768))
+
+
+def _gray(rgb, dtype):
+    """One gray channel of RGB(A) pixels, as TF's PNG decoder makes it (alpha dropped)."""
+    g = sum(w * rgb[..., k].astype(np.int64) for k, w in enumerate(_GRAY_WEIGHTS)) >> 15
+    g = g.astype(np.uint8)[:, :, None]
+    return g.astype(np.uint16) * 257 if dtype == dtypes.uint16 else g
 
 
 def _open(data, formats, what, channels):
