@@ -324,9 +324,9 @@ class Regradient:
             for i in n.input:
                 node, k, control = split(i)
                 if node in self.inside and not control:
-                    self.var_of[f"{node}:{k}"] = self._variable(i, consumers, by_name)
+                    self.var_of[f"{node}:{k}"] = self._variable(i, consumers)
 
-    def _variable(self, tensor, consumers, by_name):
+    def _variable(self, tensor, consumers):
         """The variable whose gradient tensor is: the var input of the Apply op it reaches."""
         stack, seen = [split(tensor)[0]], set()
         while stack:

@@ -217,9 +217,9 @@ def _batch_norm(b):
     x, scale, offset, mean, var = b.x[:5]
     fmt = b.attr("data_format", "NHWC")
     eps = b.attr("epsilon", 1e-4)
-    if all(t.op.type in ("Const", "Identity") for t in b.x[1:5]) and all(_constant(t) is not None for t in b.x[1:5]):
+    if all(constant(t) is not None for t in b.x[1:5]):
         # a frozen graph's statistics: y = x * a + c, with a and c computed once here, in float32 as TF
-        s, o, m, v = (_constant(t).astype(np.float32) for t in b.x[1:5])
+        s, o, m, v = (constant(t).astype(np.float32) for t in b.x[1:5])
         a = (s / np.sqrt(v + np.float32(eps))).astype(np.float32)
         scale, mean, offset, var = a, None, (o - m * a).astype(np.float32), None
         if fmt == "NCHW":
@@ -231,8 +231,9 @@ def _batch_norm(b):
     return [y, b.x[3], b.x[4]]
 
 
-def _constant(t):
-    while t.op.type == "Identity":
+def constant(t):
+    """The value of t if it is a constant, read through Identity and StopGradient; else None."""
+    while t.op.type in ("Identity", "StopGradient") and t.op.inputs:
         t = t.op.inputs[0]
     return np.asarray(t.op.attrs["value"]) if t.op.type == "Const" else None
 

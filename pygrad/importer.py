@@ -13,7 +13,7 @@ import numpy as np
 from pygrad import dtypes, errors
 from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph
 from pygrad.import_control_flow import CONTROL_FLOW_TYPES, Analysis, Regradient, lift_cond, lift_while, split
-from pygrad.import_ops import as_size, builder, symbolic
+from pygrad.import_ops import as_size, builder, constant, symbolic
 from pygrad.ops import array_ops
 from pygrad.ops.tensor_array_ops import TensorArray
 
@@ -99,11 +99,8 @@ class NodeBuild:
         v = symbolic(t)
         if v is not None and not any(isinstance(d, tuple) for d in v.reshape(-1)):
             return v.astype(np.int64).astype(t.dtype.np) if v.size else np.zeros(v.shape, t.dtype.np)
-        while t.op.type in ("Identity", "StopGradient") and t.op.inputs:
-            t = t.op.inputs[0]
-        if t.op.type == "Const":
-            return np.asarray(t.op.attrs["value"])
-        return _fold(t, self, k)
+        c = constant(t)
+        return c if c is not None else _fold(t, self, k)
 
     def ints(self, k):
         return np.asarray(self.value(k)).astype(np.int64)
