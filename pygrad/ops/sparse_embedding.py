@@ -13,7 +13,7 @@ import numpy as np
 from pygrad import dtypes
 from pygrad.graph import get_default_graph
 from pygrad.ops import math_ops
-from pygrad.ops.array_ops import cast, convert_to_tensor, ones_like, reshape, shape as shape_of, zeros_like
+from pygrad.ops.array_ops import cast, constant_value, convert_to_tensor, ones_like, reshape, shape as shape_of, zeros_like
 from pygrad.ops.dynamic_shape_ops import computed_unique
 from pygrad.ops.embedding_ops import embedding_lookup
 from pygrad.ops.manip_ops import gather, tile, where
@@ -60,7 +60,8 @@ def _segment_op(kind, with_num_segments):
         if kind != "Sum" and not data.dtype.is_floating:
             fail(f"data must be floating point for a {kind.lower()}, got {data.dtype.name}")
         rest = data.shape.dims[1:] if data.shape.ndims else None
-        return Spec(data.dtype, TensorShape(None if rest is None else [None] + rest))
+        n = constant_value(num_segments[0]) if num_segments else None
+        return Spec(data.dtype, TensorShape(None if rest is None else [None if n is None else int(n)] + list(rest)))
 
     @d.host
     def _(ctx, op, values):
@@ -90,7 +91,7 @@ def _grad_op(kind):
     @d.shape
     def _(grad, indices, segment_ids, output_dim0):
         rest = grad.shape.dims[1:] if grad.shape.ndims else None
-        return Spec(grad.dtype, TensorShape(None if rest is None else [None] + rest))
+        return Spec(grad.dtype, TensorShape(None if rest is None else [None] + list(rest)))
 
     @d.host
     def _(ctx, op, values):
@@ -182,7 +183,7 @@ def _prune(sparse_ids, sparse_weights, combiner):
     """TF's _prune_invalid_ids (negative ids) and, but for "sum", _prune_invalid_weights (weights <= 0)."""
     valid = math_ops.greater_equal(sparse_ids.values, 0)
     if sparse_weights is not None:
-        valid = math_ops.logical_and(valid, ones_like(sparse_weights.values, dtype=dtypes.bool))
+        valid = math_ops.logical_and(valid, ones_like(sparse_weights.values, dtype=dtypes.bool_))
     sparse_ids = sparse_retain(sparse_ids, valid)
     if sparse_weights is not None:
         sparse_weights = sparse_retain(sparse_weights, valid)
@@ -218,4 +219,5 @@ def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=N
             if empty is None:
                 raise NotImplementedError("safe_embedding_lookup_sparse needs an embedding of a known width")
             result = where(empty, zeros_like(result), result)
+        result.set_shape([sparse_ids.shape.dims[0], None])  # a row for each row of the ids
         return result

@@ -14,7 +14,7 @@ from pygrad.ops.array_ops import convert_to_tensor, ones_like, shape as shape_of
 from pygrad.ops.manip_ops import gather
 from pygrad.ops.reduction_ops import reduce_sum
 from pygrad.ops.scatter_ops import gather_nd
-from pygrad.ops.sparse_ops import SparseTensorDenseAdd, _const, _rank_of, _text, row_major_order
+from pygrad.ops.sparse_ops import SparseTensorDenseAdd, _const, _rank_of, _text, row_major_order, static_dims
 from pygrad.ops.sparse_tensor import SparseTensor, convert_to_sparse
 from pygrad.registry import BETWEEN, HostError, OpDef, Spec, fail
 from pygrad.shapes import TensorShape
@@ -30,16 +30,16 @@ def _(a_indices, a_values, a_shape, b, *, adjoint_a, adjoint_b):
         fail(f"a ({a_values.dtype.name}) and b ({b.dtype.name}) must have one dtype")
     if b.shape.ndims not in (None, 2):
         fail(f"b must be a matrix, got shape {b.shape}")
-    dims = _const(a_shape)
+    dims = static_dims(a_shape)
     rows = inner = None
     if dims is not None:
-        if dims.size != 2:
-            fail(f"a must be a matrix, got a dense shape of {dims.size} dimensions")
-        rows, inner = (int(dims[1]), int(dims[0])) if adjoint_a else (int(dims[0]), int(dims[1]))
+        if len(dims) != 2:
+            fail(f"a must be a matrix, got a dense shape of {len(dims)} dimensions")
+        rows, inner = (dims[1], dims[0]) if adjoint_a else (dims[0], dims[1])
     b_inner, cols = (None, None) if b.shape.ndims is None else \
         (b.shape.dims[1], b.shape.dims[0]) if adjoint_b else tuple(b.shape.dims)
     if inner is not None and b_inner is not None and inner != b_inner:
-        fail(f"Dimensions must be equal, but are {inner} and {b_inner}: a's dense shape {dims.tolist()}, b {b.shape}")
+        fail(f"Dimensions must be equal, but are {inner} and {b_inner}: a's dense shape {dims}, b {b.shape}")
     return Spec(b.dtype, TensorShape([rows, cols]))
 
 
@@ -179,11 +179,11 @@ def _kept(rank, axes, keep_dims):
 
 @SparseReduceSum.shape
 def _(input_indices, input_values, input_shape, reduction_axes, *, keep_dims):
-    dims, axes, rank = _const(input_shape), _const(reduction_axes), _rank_of(input_shape)
+    dims, axes, rank = static_dims(input_shape), _const(reduction_axes), _rank_of(input_shape)
     if axes is None or rank is None:
         return Spec(input_values.dtype, TensorShape(None))
     axes = {int(a) % rank for a in axes.reshape(-1)}
-    out = [1 if d in axes else (None if dims is None else int(dims[d])) for d in range(rank)]
+    out = [1 if d in axes else (None if dims is None else dims[d]) for d in range(rank)]
     return Spec(input_values.dtype, TensorShape([s for d, s in enumerate(out) if keep_dims or d not in axes]))
 
 
@@ -239,9 +239,9 @@ SparseFillEmptyRows = OpDef("SparseFillEmptyRows", host=BETWEEN)
 def _(indices, values, dense_shape, default_value):
     if default_value.dtype != values.dtype:
         fail(f"default_value ({default_value.dtype.name}) must have the values' dtype ({values.dtype.name})")
-    rows = _const(dense_shape)
+    rows = static_dims(dense_shape)
     return [Spec(dtypes.int64, TensorShape([None, _rank_of(dense_shape)])), Spec(values.dtype, TensorShape([None])),
-            Spec(dtypes.bool, TensorShape([None if rows is None else int(rows.reshape(-1)[0])])),
+            Spec(dtypes.bool_, TensorShape([None if not rows else rows[0]])),
             Spec(dtypes.int64, TensorShape([indices.shape.dims[0] if indices.shape.ndims else None]))]
 
 

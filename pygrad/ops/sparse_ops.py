@@ -15,6 +15,7 @@ from pygrad.ops.dynamic_shape_ops import where_true
 from pygrad.ops.manip_ops import concat, gather
 from pygrad.ops.reduction_ops import reduce_sum
 from pygrad.ops.scatter_ops import gather_nd
+from pygrad.ops.shape_exprs import symbolic
 from pygrad.ops.sequence_ops import range as range_
 from pygrad.ops.sparse_tensor import SparseTensor, convert_to_sparse, is_sparse
 from pygrad.registry import BETWEEN, HostError, OpDef, Spec, fail
@@ -26,6 +27,12 @@ _INDICES = TensorShape([None, None])
 def _const(t):
     """t's value when the graph fixes it (a constant), else None."""
     return constant_value(t) if isinstance(t, Tensor) else None
+
+
+def static_dims(shape_input):
+    """The sizes the graph knows of a dense-shape vector input (None for the others), or None."""
+    v = symbolic(shape_input) if isinstance(shape_input, Tensor) else None
+    return None if v is None or v.ndim != 1 else [d if isinstance(d, int) and d >= 0 else None for d in v.tolist()]
 
 
 def _rank_of(shape_input):
@@ -87,9 +94,9 @@ def _(sparse_indices, output_shape, sparse_values, default_value, *, validate_in
     if sparse_values.dtype != default_value.dtype:
         fail(f"sparse_values ({sparse_values.dtype.name}) and default_value ({default_value.dtype.name}) must have "
              f"one dtype")
-    dims = _const(output_shape)
+    dims = static_dims(output_shape)
     if dims is not None:
-        return Spec(sparse_values.dtype, TensorShape([None if d < 0 else int(d) for d in dims.reshape(-1)]))
+        return Spec(sparse_values.dtype, TensorShape(dims))
     rank = _rank_of(output_shape)
     return Spec(sparse_values.dtype, TensorShape(None if rank is None else [None] * rank))
 
@@ -321,6 +328,8 @@ def sparse_concat(axis, sp_inputs, name=None, expand_nonconcat_dim=False, concat
     sps = [convert_to_sparse(s) for s in sp_inputs]
     if not sps:
         raise ValueError("sparse_concat needs at least one SparseTensor")
+    if len(sps) == 1:
+        return sps[0]
     shapes = [s.dense_shape for s in sps]
     with get_default_graph().name_scope(name or "SparseConcat"):
         if expand:
@@ -333,7 +342,19 @@ def sparse_concat(axis, sp_inputs, name=None, expand_nonconcat_dim=False, concat
             shapes = [concat([largest[:a], s[a:a + 1], largest[a + 1:]], 0) for s in shapes]
         indices, values, dense_shape = SparseConcat(*[s.indices for s in sps], *[s.values for s in sps], *shapes,
                                                     concat_dim=int(axis), N=len(sps))
-    return SparseTensor(indices, values, dense_shape)
+    # TF's static shape: the sum along axis, the others the first input's (the largest, expanding).
+    static = [s.shape for s in sps]
+    if any(s.ndims is None for s in static):
+        return SparseTensor(indices, values, dense_shape)
+    dims = [max(s.dims[d] for s in static) if expand and all(s.dims[d] is not None for s in static)
+            else None if expand else static[0].dims[d] for d in range(static[0].ndims)]
+    along = [s.dims[axis] for s in static]
+    dims[axis] = None if None in along else sum(along)
+    if all(s.is_fully_defined() for s in static):
+        return SparseTensor(indices, values, np.array(dims, np.int64))
+    result = SparseTensor(indices, values, dense_shape)
+    result.set_shape(dims)
+    return result
 
 
 SparseAdd = OpDef("SparseAdd", host=BETWEEN)

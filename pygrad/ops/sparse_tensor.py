@@ -10,8 +10,9 @@ import numpy as np
 
 from pygrad import dtypes
 from pygrad.graph import Tensor, get_default_graph, session_for
-from pygrad.ops.array_ops import constant_value, convert_to_tensor, placeholder
+from pygrad.ops.array_ops import convert_to_tensor, placeholder
 from pygrad.ops.sequence_ops import placeholder_with_default
+from pygrad.ops.shape_exprs import symbolic
 from pygrad.shapes import TensorShape
 
 SparseTensorValue = namedtuple("SparseTensorValue", ["indices", "values", "dense_shape"])
@@ -19,11 +20,12 @@ SparseTensorValue.__doc__ = "The value of a SparseTensor: three NumPy arrays (wh
 
 
 def _shape_of(dense_shape):
-    """The dense shape the graph fixes (TF's constant_value_as_shape): a constant's dims (-1 unknown),
-    else unknown dims of dense_shape's static length."""
-    value = constant_value(dense_shape)
-    if value is not None:
-        return TensorShape([None if d < 0 else int(d) for d in np.asarray(value).reshape(-1)])
+    """The dense shape the graph fixes (TF's constant_value_as_shape): what shape_exprs.symbolic
+    reads of it (constants, tf.shape of tensors of static shapes, their slices and concats), -1
+    and sizes only a run knows unknown; else unknown dims of dense_shape's static length."""
+    value = symbolic(dense_shape)
+    if value is not None and value.ndim == 1:
+        return TensorShape([d if isinstance(d, int) and d >= 0 else None for d in value.tolist()])
     rank = dense_shape.shape.dims[0] if dense_shape.shape.ndims == 1 else None
     return TensorShape(None if rank is None else [None] * rank)
 
@@ -94,12 +96,12 @@ class SparseTensor:
                 f"dense_shape={self._dense_shape!r})")
 
     def __mul__(self, other):
-        from pygrad.ops import sparse_ops
-        return sparse_ops.sparse_dense_cwise(self, other, "mul")
+        from pygrad.ops import sparse_math
+        return sparse_math.sparse_dense_cwise(self, other, "mul")
 
     def __truediv__(self, other):
-        from pygrad.ops import sparse_ops
-        return sparse_ops.sparse_dense_cwise(self, other, "div")
+        from pygrad.ops import sparse_math
+        return sparse_math.sparse_dense_cwise(self, other, "div")
 
     __div__ = __truediv__
 
