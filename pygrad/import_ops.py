@@ -347,6 +347,8 @@ BUILDERS = {
                                              name=b.name),
     "ConcatV2": lambda b: manip_ops.concat(b.x[:-1], int(b.value(len(b.x) - 1)), name=b.name),
     "Pack": lambda b: manip_ops.stack(b.x, axis=b.attr("axis", 0), name=b.name),
+    "SparseConcat": lambda b: OpDef.all["SparseConcat"](*b.x, concat_dim=b.attr("concat_dim"), N=b.attr("N"),
+                                                        name=b.name),
     "Unpack": lambda b: manip_ops.unstack(b.x[0], num=b.attr("num"), axis=b.attr("axis", 0), name=b.name),
     "Split": lambda b: manip_ops.split(b.x[1], b.attr("num_split"), axis=int(b.value(0)), name=b.name),
     "SplitV": lambda b: manip_ops.split(b.x[0], b.ints(1).tolist(), axis=int(b.value(2)), name=b.name),

@@ -461,13 +461,13 @@ _PARSING = {
     "MatchingFiles":  tf("MatchingFiles"),
 }
 
-# ---------------------------------------------------------------- sparse_ops, sparse_math, sparse_embedding
+# ---------------------------------------------------------------- sparse_ops, sparse_math, sparse_embedding, string_split
 _SPARSE = {
     "SparseToDense":  tf("SparseToDense", attrs="validate_indices", derived="T=in2 Tindices=in0"),
     "SparseReorder":  tf("SparseReorder", derived="T=in1"),
     "InvertPermutation": tf("InvertPermutation", derived="T=in0"),
     "SparseReshape":  tf("SparseReshape"),
-    "SparseConcat":   tf("SparseConcat", attrs="concat_dim N", derived="T=inN", ins="indices*",
+    "SparseConcat":   tf("SparseConcat", attrs="concat_dim N", derived="T=inN", ins="indices* values* shapes*",
                          note="inputs: N indices, then N values, then N shapes"),
     "SparseAdd":      tf("SparseAdd",    derived="T=in1 Treal=in6"),
     "SparseAddGrad":  tf("SparseAddGrad", derived="T=in0"),
@@ -487,8 +487,8 @@ _SPARSE = {
        for k in ("Sum", "Mean", "SqrtN")},
     **{f"SparseSegment{k}Grad": tf(f"SparseSegment{k}Grad", derived="T=in0 Tidx=in1 Tsegmentids=in2")
        for k in ("Sum", "Mean", "SqrtN")},
-    "StringSplit":    tf("StringSplit",  attrs="skip_empty", ins="input delimiter"),
-    "StringSplitV2":  tf("StringSplitV2", attrs="maxsplit", ins="input sep"),
+    "StringSplit":    tf("StringSplit",  attrs="skip_empty"),
+    "StringSplitV2":  tf("StringSplitV2", attrs="maxsplit"),
 }
 
 # ---------------------------------------------------------------- train

@@ -53,15 +53,19 @@ def _check(data_rows, indices, segment_ids, num_segments):
 def _segment_op(kind, with_num_segments):
     d = OpDef(f"SparseSegment{kind}" + ("WithNumSegments" if with_num_segments else ""), host=BETWEEN)
 
-    @d.shape
-    def _(data, indices, segment_ids, *num_segments):
+    def spec(data, num_segments):
         if data.shape.ndims == 0:
             fail("data must have at least one dimension")
         if kind != "Sum" and not data.dtype.is_floating:
             fail(f"data must be floating point for a {kind.lower()}, got {data.dtype.name}")
         rest = data.shape.dims[1:] if data.shape.ndims else None
-        n = constant_value(num_segments[0]) if num_segments else None
+        n = constant_value(num_segments) if num_segments is not None else None
         return Spec(data.dtype, TensorShape(None if rest is None else [None if n is None else int(n)] + list(rest)))
+
+    if with_num_segments:
+        d.shape(lambda data, indices, segment_ids, num_segments: spec(data, num_segments))
+    else:
+        d.shape(lambda data, indices, segment_ids: spec(data, None))
 
     @d.host
     def _(ctx, op, values):
