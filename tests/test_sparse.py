@@ -247,3 +247,37 @@ def test_a_wide_model_trains_to_tensorflows_losses(tf_peer):
         theirs = _wide_model(tf_peer, 30)
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
     assert ours[-10:].mean() < ours[:10].mean()
+
+
+def _serialized_examples(m):
+    t = m.train
+    out = []
+    for i in range(4):
+        feats = {"tokens": t.Feature(bytes_list=t.BytesList(value=[b"w%d" % j for j in range(i)])),
+                 "ids": t.Feature(int64_list=t.Int64List(value=[(3 * i + j) % 7 for j in range(i + 1)])),
+                 "w": t.Feature(float_list=t.FloatList(value=[0.5 * j - i for j in range(i + 1)])),
+                 "label": t.Feature(int64_list=t.Int64List(value=[i % 2]))}
+        if i == 2:
+            del feats["tokens"]
+        out.append(t.Example(features=t.Features(feature=feats)).SerializeToString())
+    return out
+
+
+def _sparse_features(m):
+    return {"tokens": m.VarLenFeature(m.string), "ids": m.VarLenFeature(m.int64),
+            "pairs": m.SparseFeature("ids", "w", m.float32, 7), "label": m.FixedLenFeature([], m.int64)}
+
+
+@pytest.mark.parametrize("single", [False, True])
+def test_var_len_and_sparse_features_parse_as_tensorflows(tf_peer, single):
+    data = _serialized_examples(tf_peer)
+
+    def parsed(m):
+        if single:
+            return [m.parse_single_example(m.constant(data[3]), _sparse_features(m))]
+        return [m.parse_example(m.constant(data), _sparse_features(m))]
+
+    def fn(m):
+        out = parsed(m)[0]
+        return [out[k] for k in sorted(out)]
+    compare_sparse(tf_peer, fn, [])

@@ -15,9 +15,8 @@ from pygrad.ops.dynamic_shape_ops import where_true
 from pygrad.ops.manip_ops import concat, gather
 from pygrad.ops.reduction_ops import reduce_sum
 from pygrad.ops.scatter_ops import gather_nd
-from pygrad.ops.shape_exprs import symbolic
 from pygrad.ops.sequence_ops import range as range_
-from pygrad.ops.sparse_tensor import SparseTensor, convert_to_sparse, is_sparse
+from pygrad.ops.sparse_tensor import SparseTensor, convert_to_sparse, dense_shape_dims, is_sparse
 from pygrad.registry import BETWEEN, HostError, OpDef, Spec, fail
 from pygrad.shapes import TensorShape
 
@@ -31,8 +30,7 @@ def _const(t):
 
 def static_dims(shape_input):
     """The sizes the graph knows of a dense-shape vector input (None for the others), or None."""
-    v = symbolic(shape_input) if isinstance(shape_input, Tensor) else None
-    return None if v is None or v.ndim != 1 else [d if isinstance(d, int) and d >= 0 else None for d in v.tolist()]
+    return dense_shape_dims(shape_input) if isinstance(shape_input, Tensor) else None
 
 
 def _rank_of(shape_input):

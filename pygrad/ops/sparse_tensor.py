@@ -19,15 +19,22 @@ SparseTensorValue = namedtuple("SparseTensorValue", ["indices", "values", "dense
 SparseTensorValue.__doc__ = "The value of a SparseTensor: three NumPy arrays (what Session.run of one returns)."
 
 
-def _shape_of(dense_shape):
-    """The dense shape the graph fixes (TF's constant_value_as_shape): what shape_exprs.symbolic
-    reads of it (constants, tf.shape of tensors of static shapes, their slices and concats), -1
-    and sizes only a run knows unknown; else unknown dims of dense_shape's static length."""
-    value = symbolic(dense_shape)
-    if value is not None and value.ndim == 1:
-        return TensorShape([d if isinstance(d, int) and d >= 0 else None for d in value.tolist()])
-    rank = dense_shape.shape.dims[0] if dense_shape.shape.ndims == 1 else None
-    return TensorShape(None if rank is None else [None] * rank)
+def dense_shape_dims(t):
+    """The sizes the graph knows of t, a dense-shape vector (TF's constant_value_as_shape): what
+    shape_exprs.symbolic reads of it (constants, tf.shape of tensors of static shapes, their
+    slices), concats of those, else t's static length of unknown sizes; -1 is unknown; None if
+    even the length is unknown."""
+    v = symbolic(t)
+    if v is not None and v.ndim == 1:
+        return [d if isinstance(d, int) and d >= 0 else None for d in v.tolist()]
+    if t.op.type in ("Identity", "Cast"):
+        return dense_shape_dims(t.op.inputs[0])
+    if t.op.type == "ConcatV2":
+        parts = [dense_shape_dims(i) for i in t.op.inputs]
+        if all(p is not None for p in parts):
+            return [d for p in parts for d in p]
+    n = t.shape.dims[0] if t.shape.ndims == 1 else None
+    return None if n is None else [None] * n
 
 
 class SparseTensor:
@@ -55,7 +62,7 @@ class SparseTensor:
             raise ValueError(f"SparseTensor: indices {indices.shape} must have one column per dimension of "
                              f"dense_shape {dense_shape.shape}")
         self._indices, self._values, self._dense_shape = indices, values, dense_shape
-        self._shape = _shape_of(dense_shape)
+        self._shape = TensorShape(dense_shape_dims(dense_shape))
         if self._shape.ndims is None and r_i is not None:
             self._shape = TensorShape([None] * r_i)
 
