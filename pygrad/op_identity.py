@@ -498,6 +498,14 @@ _SPARSE = {
        for k in ("Sum", "Mean", "SqrtN")},
     **{f"SparseSegment{k}Grad": tf(f"SparseSegment{k}Grad", derived="T=in0 Tidx=in1 Tsegmentids=in2")
        for k in ("Sum", "Mean", "SqrtN")},
+    "AddSparseToTensorsMap": tf("AddSparseToTensorsMap", derived="T=in1 shared_name=host",
+                                ins="sparse_indices sparse_values sparse_shape -", own="tensors_map",
+                                note="the last input, whether to store (TF1's batch wraps the op in a cond on it)"),
+    "AddManySparseToTensorsMap": tf("AddManySparseToTensorsMap", derived="T=in1 shared_name=host",
+                                    ins="sparse_indices sparse_values sparse_shape -", own="tensors_map",
+                                    note="the last input, which rows to store"),
+    "TakeManySparseFromTensorsMap": tf("TakeManySparseFromTensorsMap", attrs="dtype", derived="shared_name=host",
+                                       own="rank tensors_map", note="rank: TF's is the output's static shape"),
     "StringSplit":    tf("StringSplit",  attrs="skip_empty"),
     "StringSplitV2":  tf("StringSplitV2", attrs="maxsplit"),
 }

@@ -328,3 +328,32 @@ def test_a_required_feature_list_missing_is_tfs_error(tf_peer):
                                                      {"extra": m.FixedLenSequenceFeature([], m.int64)})
             with pytest.raises(m.errors.InvalidArgumentError, match="Feature list 'extra' is required"):
                 s.run(seq)
+
+
+@pytest.mark.parametrize("enqueue_many", [False, True])
+def test_sparse_tensors_batch_through_queues_as_tensorflows(tf_peer, enqueue_many):
+    data = _serialized_examples(tf_peer)
+
+    def batches(m):
+        with m.Graph().as_default():
+            if enqueue_many:
+                parsed = m.parse_example(m.constant(data), _sparse_features(m))
+            else:
+                one = m.train.string_input_producer(data, shuffle=False).dequeue()
+                parsed = m.parse_single_example(one, _sparse_features(m))
+            out = m.train.batch(parsed, batch_size=3, num_threads=1, enqueue_many=enqueue_many)
+            assert isinstance(out["tokens"], m.SparseTensor) and out["tokens"].shape.ndims == 2
+            with m.Session() as s:
+                s.run(m.local_variables_initializer())
+                coord = m.train.Coordinator()
+                threads = m.train.start_queue_runners(s, coord)
+                got = [s.run(out) for _ in range(2)]
+                coord.request_stop()
+                coord.join(threads)
+        return got
+
+    for a, b in zip(batches(tf), batches(tf_peer)):
+        assert sorted(a) == sorted(b)
+        for k in a:
+            for x, y in zip(a[k], b[k]) if isinstance(b[k], tuple) else [(a[k], b[k])]:
+                np.testing.assert_array_equal(x, y, err_msg=k)
