@@ -168,6 +168,10 @@ def sparse_dense_cwise(sp, dense, kind):
     return result
 
 
+SparseTensor.__mul__ = lambda self, other: sparse_dense_cwise(self, other, "mul")
+SparseTensor.__truediv__ = SparseTensor.__div__ = lambda self, other: sparse_dense_cwise(self, other, "div")
+
+
 # ---------------------------------------------------------------- reductions, empty rows
 
 SparseReduceSum = OpDef("SparseReduceSum", host=BETWEEN)
