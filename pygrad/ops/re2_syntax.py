@@ -1,0 +1,254 @@
+"""RE2's syntax (TF's regex ops) read by Python's re: a pattern is translated where both engines
+mean the same thing, and refused where re cannot say what RE2 says.
+
+What changes in translation: RE2's \\d \\w \\s and \\b are ASCII-only (re's are Unicode), its $
+outside (?m) is the end of the text (re's $ also matches before a final newline), \\z is re's
+\\Z, \\Q...\\E quotes, \\x{hhhh} is a code point, [[:alpha:]] classes are ASCII ranges, (?<name>...)
+is (?P<name>...), and {,n} is literal text (re reads it as {0,n}). What RE2 rejects, and re would
+accept, is an error as RE2's: backreferences, lookaround, possessive repeats, \\Z, \\uhhhh.
+Refused (UnsupportedPattern): Unicode classes \\p{...}, \\C, the (?U) flag, flags set after the
+start of the pattern, and negated classes inside brackets. RE2 rewrites (\\0 to \\9, \\\\) are
+parsed here too; replace and global_replace follow RE2::Replace and RE2::GlobalReplace.
+"""
+import functools
+import re
+
+
+class InvalidPattern(ValueError):
+    """A pattern RE2 rejects."""
+
+
+class UnsupportedPattern(ValueError):
+    """A pattern RE2 accepts that Python's re cannot express the same way."""
+
+
+_ESCAPE_CLASSES = {"d": "0-9", "w": "0-9A-Za-z_", "s": "\\t\\n\\f\\r "}
+_POSIX = {"alnum": "0-9A-Za-z", "alpha": "A-Za-z", "ascii": "\\x00-\\x7f", "blank": "\\t ",
+          "cntrl": "\\x00-\\x1f\\x7f", "digit": "0-9", "graph": "!-~", "lower": "a-z", "print": " -~",
+          "punct": "!-/:-@\\[-`{-~", "space": "\\t\\n\\v\\f\\r ", "upper": "A-Z", "word": "0-9A-Za-z_",
+          "xdigit": "0-9A-Fa-f"}
+_KEPT_ESCAPES = set("afnrtv") | {c for c in map(chr, range(33, 127)) if not c.isalnum()}
+_REPEAT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+_HEX = re.compile(r"x(?:\{([0-9A-Fa-f]+)\}|([0-9A-Fa-f]{2}))")
+_FLAGS = re.compile(r"\?(-?[imsU]+|[imsU]+-[imsU]*)([:)])")
+_NAME = re.compile(r"\?P?<([A-Za-z_][A-Za-z0-9_]*)>")
+
+
+def _hex(p, i):
+    """(the escape \\x... at p[i] ('x') as re text, the index after it)."""
+    m = _HEX.match(p, i)
+    if not m:
+        raise InvalidPattern(f"invalid escape sequence: \\{p[i:i + 4]}")
+    code = int(m.group(1) or m.group(2), 16)
+    if code > 0x10FFFF:
+        raise InvalidPattern(f"invalid escape sequence: \\{m.group(0)}")
+    return f"\\U{code:08x}", m.end()
+
+
+def _class(p, i):
+    """(the bracketed class starting at p[i] ('[') as re text, the index after it)."""
+    out, i = ["["], i + 1
+    if p.startswith("^", i):
+        out.append("^")
+        i += 1
+    first = True
+    while True:
+        if i >= len(p):
+            raise InvalidPattern(f"missing closing ]: {p}")
+        c = p[i]
+        if c == "]" and not first:
+            return "".join(out) + "]", i + 1
+        first = False
+        if p.startswith("[:", i):
+            end = p.find(":]", i + 2)
+            name = p[i + 2:end] if end > 0 else ""
+            if name.startswith("^"):
+                raise UnsupportedPattern(f"the negated class [:{name}:] inside brackets")
+            if name not in _POSIX:
+                raise InvalidPattern(f"invalid character class range: [:{name}:]")
+            out.append(_POSIX[name])
+            i = end + 2
+        elif c == "\\" and i + 1 < len(p):
+            e = p[i + 1]
+            if e in _ESCAPE_CLASSES:
+                out.append(_ESCAPE_CLASSES[e])
+            elif e in "DWS":
+                raise UnsupportedPattern(f"the negated class \\{e} inside brackets")
+            elif e in "pP":
+                raise UnsupportedPattern(f"the Unicode class \\{e}")
+            elif e == "x":
+                text, i = _hex(p, i + 1)
+                out.append(text)
+                continue
+            elif e in _KEPT_ESCAPES:
+                out.append("\\" + e)
+            else:
+                raise InvalidPattern(f"invalid escape sequence: \\{e}")
+            i += 2
+        else:
+            out.append(c if c == "-" or c.isalnum() else re.escape(c))
+            i += 1
+
+
+def _escape(p, i):
+    """(the escape at p[i] ('\\') outside brackets as re text, the index after it)."""
+    if i + 1 >= len(p):
+        raise InvalidPattern("trailing \\")
+    e = p[i + 1]
+    if e in _ESCAPE_CLASSES:
+        return f"[{_ESCAPE_CLASSES[e]}]", i + 2
+    if e in "DWS":
+        return f"[^{_ESCAPE_CLASSES[e.lower()]}]", i + 2
+    if e in "bB":
+        return f"(?a:\\{e})", i + 2
+    if e == "A":
+        return "\\A", i + 2
+    if e == "z":
+        return "\\Z", i + 2
+    if e == "x":
+        return _hex(p, i + 1)
+    if e == "Q":
+        end = p.find("\\E", i + 2)
+        end = len(p) if end < 0 else end
+        return re.escape(p[i + 2:end]), end + 2
+    if e == "E":
+        return "", i + 2
+    if e in "pPC":
+        raise UnsupportedPattern(f"\\{e} (Unicode classes and single bytes)")
+    if e in _KEPT_ESCAPES:
+        return "\\" + e, i + 2
+    raise InvalidPattern(f"invalid escape sequence: \\{e}")
+
+
+@functools.lru_cache(maxsize=256)
+def compile_re2(pattern):
+    """The compiled Python regex that matches as RE2 does with pattern (str)."""
+    out, i, n = [], 0, len(pattern)
+    multiline = [False]  # the m flag in each open group, innermost last
+    p = pattern
+    while i < n:
+        c = p[i]
+        if c == "\\":
+            text, i = _escape(p, i)
+            out.append(text)
+            continue
+        if c == "[":
+            text, i = _class(p, i)
+            out.append(text)
+            continue
+        if c == "(":
+            if not p.startswith("?", i + 1):
+                multiline.append(multiline[-1])
+                out.append("(")
+                i += 1
+                continue
+            m, name = _FLAGS.match(p, i + 1), _NAME.match(p, i + 1)
+            if name:
+                multiline.append(multiline[-1])
+                out.append(f"(?P<{name.group(1)}>")
+                i = name.end()
+            elif p.startswith("?:", i + 1):
+                multiline.append(multiline[-1])
+                out.append("(?:")
+                i += 3
+            elif m:
+                flags, end = m.group(1), m.group(2)
+                if "U" in flags:
+                    raise UnsupportedPattern("the non-greedy flag (?U)")
+                on, _, off = flags.partition("-")
+                mline = "m" in on or multiline[-1] and "m" not in off
+                if end == ")" and (i > 0 or off):
+                    raise UnsupportedPattern(f"flags set after the pattern's start: ({m.group(0)}")
+                if end == ")":
+                    multiline[-1] = mline
+                else:
+                    multiline.append(mline)
+                out.append("(" + m.group(0))
+                i = m.end()
+            else:
+                raise InvalidPattern(f"invalid or unsupported Perl syntax: {p[i:i + 3]}")
+            continue
+        if c == ")":
+            if len(multiline) > 1:
+                multiline.pop()
+            out.append(")")
+            i += 1
+            continue
+        if c == "$":
+            out.append("$" if multiline[-1] else "\\Z")
+            i += 1
+            continue
+        if c == "{":
+            m = _REPEAT.match(p, i)
+            if not m:
+                out.append("\\{")
+                i += 1
+                continue
+            if any(int(g) > 1000 for g in m.groups() if g):
+                raise InvalidPattern(f"bad repetition operator: {m.group(0)}")
+            out.append(m.group(0))
+            i = m.end()
+        elif c in "*+?":
+            out.append(c)
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+            continue
+        if p.startswith("?", i):  # lazy
+            out.append("?")
+            i += 1
+        if i < n and p[i] in "*+":
+            raise InvalidPattern(f"bad repetition operator: {p[i - 1:i + 1]}")
+    try:
+        return re.compile("".join(out))
+    except re.error as e:
+        raise InvalidPattern(str(e)) from None
+
+
+def parse_rewrite(rewrite):
+    """RE2's rewrite string as a list of literal strings and group numbers (\\0 to \\9, \\\\)."""
+    parts, literal, i = [], [], 0
+    while i < len(rewrite):
+        c = rewrite[i]
+        if c != "\\":
+            literal.append(c)
+        elif i + 1 < len(rewrite) and rewrite[i + 1].isdigit() and rewrite[i + 1].isascii():
+            parts += ["".join(literal), int(rewrite[i + 1])]
+            literal = []
+            i += 1
+        elif rewrite.startswith("\\\\", i):
+            literal.append("\\")
+            i += 1
+        else:
+            raise InvalidPattern(f"invalid rewrite pattern: {rewrite}")
+        i += 1
+    return parts + ["".join(literal)]
+
+
+def _rewrite(parts, m):
+    return "".join(p if isinstance(p, str) else (m.group(p) or "") for p in parts)
+
+
+def replace(rx, parts, s, global_):
+    """s with rx's first (or, global_, every) match replaced by the rewrite parts, as RE2::Replace
+    and RE2::GlobalReplace: unchanged when the rewrite names a group rx lacks; an empty match right
+    after the previous match is skipped."""
+    if max([p for p in parts if not isinstance(p, str)], default=0) > rx.groups:
+        return s
+    if not global_:
+        m = rx.search(s)
+        return s if m is None else s[:m.start()] + _rewrite(parts, m) + s[m.end():]
+    out, pos, last_end = [], 0, None
+    while pos <= len(s):
+        m = rx.search(s, pos)
+        if m is None:
+            break
+        out.append(s[pos:m.start()])
+        if m.start() == m.end() == last_end:
+            out.append(s[pos:pos + 1])
+            pos += 1
+            continue
+        out.append(_rewrite(parts, m))
+        pos = last_end = m.end()
+    return "".join(out) + s[pos:]
