@@ -12,7 +12,7 @@ WORDS = [b"", b"a", b"Hello, World", "h\u00e9llo w\u00f6rld".encode(), "\u65e5\u
 rng = np.random.default_rng(0)
 RANDOM = [bytes(rng.integers(0, 256, n, dtype=np.uint8)) for n in range(301)]
 TEXT = [b"the quick brown fox", b"  2 apples, 13 pears\n", "na\u00efve caf\u00e9 \u0661\u0662".encode(), b"",
-        b"aaa", b"A1b2C3", b"line\nnext\n"]
+        b"aaa", b"A1b2C3", b"line\nnext\n", b"x\xffy", "\u00e9\u00c9 ab".encode()]
 FLOATS = np.array([0.0, -0.0, 1.5, -2.25, 3.14159265358979, 1e-7, 123456789.0, np.inf, -np.inf, np.nan, -np.nan,
                    2.5e300], np.float64)
 
@@ -32,6 +32,10 @@ CASES = {
     "as_string int64 plus": lambda m: m.as_string(_c(m, [2 ** 62, -5], m.int64), fill="+", width=3),
     "as_string int8": lambda m: m.as_string(_c(m, [-128, 7], m.int8), width=6, fill="0"),
     "as_string bool": lambda m: m.as_string(_c(m, [True, False])),
+    "as_string half": lambda m: m.as_string(_c(m, [1.5, -2.25, 65504], m.float16), shortest=True, width=9),
+    "as_string unsigned": lambda m: m.as_string(_c(m, [[1, 255], [7, 65535]], m.uint16), width=5, fill="0"),
+    "as_string uint8": lambda m: m.as_string(_c(m, [0, 255], m.uint8)),
+    "as_string strings": lambda m: m.strings.as_string(_c(m, WORDS), width=5, fill="-"),
     "string_join": lambda m: m.string_join([_c(m, WORDS), _c(m, b"|"), _c(m, WORDS[::-1])], separator="-"),
     "string_join scalars": lambda m: m.strings.join([_c(m, b"a"), _c(m, "\u00e9")], separator=", "),
     "string_join matrix": lambda m: m.strings.join([_c(m, [[b"a", b"b"], [b"c", b""]]), _c(m, b"!")]),
@@ -66,6 +70,11 @@ CASES = {
     "regex_replace dot utf-8": lambda m: m.regex_replace(_c(m, TEXT), "\u00ef.", "?"),
     "regex_replace posix class": lambda m: m.regex_replace(_c(m, TEXT), "[[:upper:][:digit:]]+", "_"),
     "regex_replace case": lambda m: m.regex_replace(_c(m, TEXT), "(?i)A|CAF\u00c9", "@"),
+    "regex_replace not utf-8": lambda m: m.regex_replace(_c(m, TEXT), r"(?s).|\W|[^a]", "."),
+    "regex_replace flags later": lambda m: m.regex_replace(_c(m, TEXT), "(?i)(?s)e.|a(?i)B(?-i:C)", "!"),
+    "regex_replace scoped flags": lambda m: m.regex_replace(_c(m, TEXT), "(?m:x$)|(?i:\u00c9)", "!"),
+    "regex_replace names and repeats": lambda m: m.regex_replace(_c(m, TEXT), "(?P<v>[aeiou]){1,2}?|(a*)*|x{2,}",
+                                                                   r"<\1>"),
     "regex_replace quoted": lambda m: m.regex_replace(_c(m, [b"a.b*c", b"abc"]), r"\Q.b*\E", "!"),
     "regex_replace literal braces": lambda m: m.regex_replace(_c(m, [b"a{,2}", b"aa"]), "a{,2}", "<>"),
     "regex_replace backslash rewrite": lambda m: m.regex_replace(_c(m, TEXT), "(o)", r"\\\1\0"),
@@ -160,6 +169,9 @@ RUN_ERRORS = [
     (lambda m: m.regex_replace(_c(m, [b"a"]), "(?=a)", "b"), r"Invalid pattern: \(\?=a\), error: "),
     (lambda m: m.regex_replace(_c(m, [b"a"]), "a*+", "b"), r"Invalid pattern: a\*\+, error: "),
     (lambda m: m.strings.regex_full_match(_c(m, [b"a"]), _c(m, "[a")), r"Invalid pattern: \[a, error: "),
+    (lambda m: m.regex_replace(_c(m, [b"a"]), "(?<n>a)", "b"), r"Invalid pattern: \(\?<n>a\), error: "),
+    (lambda m: m.regex_replace(_c(m, [b"a"]), "a{1001}", "b"), r"Invalid pattern: a\{1001\}, error: "),
+    (lambda m: m.regex_replace(_c(m, [b"a"]), r"\Z", "b"), r"Invalid pattern: \\Z, error: "),
 ]
 
 
@@ -228,7 +240,7 @@ def test_reduce_join_bad_axes_fail_when_built(tf_peer):
 
 
 @pytest.mark.parametrize("pattern, what", [(r"\pL", "Unicode classes"), (r"\p{Greek}", "Unicode classes"),
-                                           ("a(?i)b", "flags set after the pattern's start"),
+                                           ("a(?i)b|c", r"flags set inside a group before an alternation \(\|\)"),
                                            ("(?U)a+", "non-greedy flag"), (r"[^\D]", r"negated class \\D"),
                                            (r"\C", "single bytes")])
 def test_re2_syntax_python_cannot_express_is_refused_by_name(pattern, what):

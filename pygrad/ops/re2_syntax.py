@@ -1,14 +1,16 @@
 """RE2's syntax (TF's regex ops) read by Python's re: a pattern is translated where both engines
-mean the same thing, and refused where re cannot say what RE2 says.
+mean the same thing, and refused where re cannot say what RE2 says. Text is matched as str decoded
+from UTF-8 with 'surrogateescape'; bytes that are not UTF-8 match nothing, as in RE2.
 
 What changes in translation: RE2's \\d \\w \\s and \\b are ASCII-only (re's are Unicode), its $
 outside (?m) is the end of the text (re's $ also matches before a final newline), \\z is re's
-\\Z, \\Q...\\E quotes, \\x{hhhh} is a code point, [[:alpha:]] classes are ASCII ranges, (?<name>...)
-is (?P<name>...), and {,n} is literal text (re reads it as {0,n}). What RE2 rejects, and re would
-accept, is an error as RE2's: backreferences, lookaround, possessive repeats, \\Z, \\uhhhh.
-Refused (UnsupportedPattern): Unicode classes \\p{...}, \\C, the (?U) flag, flags set after the
-start of the pattern, and negated classes inside brackets. RE2 rewrites (\\0 to \\9, \\\\) are
-parsed here too; replace and global_replace follow RE2::Replace and RE2::GlobalReplace.
+\\Z, \\Q...\\E quotes, \\x{hhhh} is a code point, [[:alpha:]] classes are ASCII ranges, {,n} is
+literal text (re reads it as {0,n}), and a flag setting (?i) holds to the end of its group (re
+takes global flags at the start only: it becomes a scoped group). What RE2 rejects and re would
+accept is an error as RE2's: backreferences, lookaround, (?<name>...), possessive repeats, \\Z.
+Refused (UnsupportedPattern): Unicode classes \\p{...}, \\C, the (?U) flag, a flag setting after
+the start of a group that has a later |, and negated classes inside brackets. RE2 rewrites (\\0 to
+\\9, \\\\) are parsed here too; replace follows RE2::Replace and RE2::GlobalReplace.
 """
 import functools
 import re
@@ -31,7 +33,7 @@ _KEPT_ESCAPES = set("afnrtv") | {c for c in map(chr, range(33, 127)) if not c.is
 _REPEAT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
 _HEX = re.compile(r"x(?:\{([0-9A-Fa-f]+)\}|([0-9A-Fa-f]{2}))")
 _FLAGS = re.compile(r"\?(-?[imsU]+|[imsU]+-[imsU]*)([:)])")
-_NAME = re.compile(r"\?P?<([A-Za-z_][A-Za-z0-9_]*)>")
+_NAME = re.compile(r"\?P<([A-Za-z_][A-Za-z0-9_]*)>")
 
 
 def _hex(p, i):
@@ -49,7 +51,7 @@ def _class(p, i):
     """(the bracketed class starting at p[i] ('[') as re text, the index after it)."""
     out, i = ["["], i + 1
     if p.startswith("^", i):
-        out.append("^")
+        out.append("^" + _NOT_BYTES)
         i += 1
     first = True
     while True:
@@ -98,7 +100,7 @@ def _escape(p, i):
     if e in _ESCAPE_CLASSES:
         return f"[{_ESCAPE_CLASSES[e]}]", i + 2
     if e in "DWS":
-        return f"[^{_ESCAPE_CLASSES[e.lower()]}]", i + 2
+        return f"[^{_ESCAPE_CLASSES[e.lower()]}{_NOT_BYTES}]", i + 2
     if e in "bB":
         return f"(?a:\\{e})", i + 2
     if e == "A":
@@ -120,86 +122,104 @@ def _escape(p, i):
     raise InvalidPattern(f"invalid escape sequence: \\{e}")
 
 
+class _Group:
+    """An open group of the pattern: its m and s flags, the scoped groups a flag setting opened in
+    it (closed with it), whether one was opened after its start, and whether it is still empty."""
+
+    __slots__ = ("dotall", "empty", "multiline", "wrapped_late", "wraps")
+
+    def __init__(self, outer=None):
+        self.multiline, self.dotall = (outer.multiline, outer.dotall) if outer else (False, False)
+        self.wraps, self.wrapped_late, self.empty = 0, False, True
+
+
+def _set_flags(p, i, m, groups):
+    """(re text, index after) for the flag group m at p[i] ('('): (?flags:...) opens a group with
+    the flags; (?flags) holds to the end of the enclosing group, as RE2's, so it becomes a scoped
+    group closed with the enclosing one (re takes global flags at the pattern's start only)."""
+    flags, end = m.group(1), m.group(2)
+    if "U" in flags:
+        raise UnsupportedPattern("the non-greedy flag (?U)")
+    on, _, off = flags.partition("-")
+    g = groups[-1] if end == ")" else _Group(groups[-1])
+    for flag, attr in (("m", "multiline"), ("s", "dotall")):
+        if flag in on or flag in off:
+            setattr(g, attr, flag in on)
+    if end == ":":
+        groups.append(g)
+    else:
+        g.wraps += 1
+        g.wrapped_late |= not g.empty
+    return f"(?{flags}:", m.end()
+
+
+_NOT_BYTES = "\udc80-\udcff"  # bytes that are not UTF-8 (surrogate-escaped): RE2 matches them with nothing
+
+
 @functools.lru_cache(maxsize=256)
 def compile_re2(pattern):
-    """The compiled Python regex that matches as RE2 does with pattern (str)."""
-    out, i, n = [], 0, len(pattern)
-    multiline = [False]  # the m flag in each open group, innermost last
-    p = pattern
+    """The compiled Python regex that matches as RE2 does with pattern (str), on text decoded with
+    'surrogateescape'; InvalidPattern or UnsupportedPattern."""
+    out, i, n, p = [], 0, len(pattern), pattern
+    groups = [_Group()]
     while i < n:
-        c = p[i]
+        c, g = p[i], groups[-1]
+        repeat = flags_only = False
         if c == "\\":
             text, i = _escape(p, i)
-            out.append(text)
-            continue
-        if c == "[":
+        elif c == "[":
             text, i = _class(p, i)
-            out.append(text)
-            continue
-        if c == "(":
-            if not p.startswith("?", i + 1):
-                multiline.append(multiline[-1])
-                out.append("(")
-                i += 1
-                continue
+        elif c == "(" and p.startswith("?", i + 1):
             m, name = _FLAGS.match(p, i + 1), _NAME.match(p, i + 1)
             if name:
-                multiline.append(multiline[-1])
-                out.append(f"(?P<{name.group(1)}>")
-                i = name.end()
+                groups.append(_Group(g))
+                text, i = f"(?P<{name.group(1)}>", name.end()
             elif p.startswith("?:", i + 1):
-                multiline.append(multiline[-1])
-                out.append("(?:")
-                i += 3
+                groups.append(_Group(g))
+                text, i = "(?:", i + 3
             elif m:
-                flags, end = m.group(1), m.group(2)
-                if "U" in flags:
-                    raise UnsupportedPattern("the non-greedy flag (?U)")
-                on, _, off = flags.partition("-")
-                mline = "m" in on or multiline[-1] and "m" not in off
-                if end == ")" and (i > 0 or off):
-                    raise UnsupportedPattern(f"flags set after the pattern's start: ({m.group(0)}")
-                if end == ")":
-                    multiline[-1] = mline
-                else:
-                    multiline.append(mline)
-                out.append("(" + m.group(0))
-                i = m.end()
+                text, i = _set_flags(p, i, m, groups)
+                flags_only = m.group(2) == ")"
             else:
-                raise InvalidPattern(f"invalid or unsupported Perl syntax: {p[i:i + 3]}")
-            continue
-        if c == ")":
-            if len(multiline) > 1:
-                multiline.pop()
-            out.append(")")
-            i += 1
-            continue
-        if c == "$":
-            out.append("$" if multiline[-1] else "\\Z")
-            i += 1
-            continue
-        if c == "{":
+                raise InvalidPattern(f"invalid perl operator: {p[i:i + 3]}")
+        elif c == "(":
+            groups.append(_Group(g))
+            text, i = "(", i + 1
+        elif c == ")":
+            if len(groups) == 1:
+                raise InvalidPattern(f"unexpected ): {p}")
+            text, i = ")" * (g.wraps + 1), i + 1
+            groups.pop()
+        elif c == "|":
+            if g.wrapped_late:
+                raise UnsupportedPattern("flags set inside a group before an alternation (|) of that group")
+            text, i = "|", i + 1
+        elif c == "$":
+            text, i = "$" if g.multiline else "\\Z", i + 1
+        elif c == ".":
+            text, i = f"[^{'' if g.dotall else chr(92) + 'n'}{_NOT_BYTES}]", i + 1
+        elif c == "{" and _REPEAT.match(p, i):
             m = _REPEAT.match(p, i)
-            if not m:
-                out.append("\\{")
-                i += 1
-                continue
-            if any(int(g) > 1000 for g in m.groups() if g):
-                raise InvalidPattern(f"bad repetition operator: {m.group(0)}")
-            out.append(m.group(0))
-            i = m.end()
+            if any(int(d) > 1000 for d in m.groups() if d):
+                raise InvalidPattern(f"invalid repetition size: {m.group(0)}")
+            text, i, repeat = m.group(0), m.end(), True
+        elif c == "{":
+            text, i = "\\{", i + 1
         elif c in "*+?":
-            out.append(c)
-            i += 1
+            text, i, repeat = c, i + 1, True
         else:
-            out.append(c)
-            i += 1
-            continue
-        if p.startswith("?", i):  # lazy
-            out.append("?")
-            i += 1
-        if i < n and p[i] in "*+":
-            raise InvalidPattern(f"bad repetition operator: {p[i - 1:i + 1]}")
+            text, i = c, i + 1
+        out.append(text)
+        g.empty &= flags_only
+        if repeat:  # a repetition: lazy with ?, and RE2 has no possessive or double one
+            if p.startswith("?", i):
+                out.append("?")
+                i += 1
+            if i < n and p[i] in "*+":
+                raise InvalidPattern(f"bad repetition operator: {p[i - 1:i + 1]}")
+    if len(groups) > 1:
+        raise InvalidPattern(f"missing ): {p}")
+    out.append(")" * groups[0].wraps)
     try:
         return re.compile("".join(out))
     except re.error as e:

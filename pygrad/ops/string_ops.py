@@ -41,7 +41,7 @@ def _string_tensor(value):
 # ---------------------------------------------------------------- as_string
 AsString = OpDef("AsString", host=BETWEEN, differentiable=False)
 _AS_STRING_TYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.int8, dtypes.int16, dtypes.int32,
-                    dtypes.int64, dtypes.uint8, dtypes.uint16, dtypes.bool_)
+                    dtypes.int64, dtypes.uint8, dtypes.uint16, dtypes.bool_, dtypes.string)
 _PRINTF_FLAGS = ("", "-", "+", " ", "#", "0")
 
 
@@ -74,6 +74,9 @@ def _(ctx, op, values):
     x, a = np.asarray(values[0]), op.attrs
     if x.dtype == np.bool_:
         return [_map(lambda v: b"true" if v else b"false", x)]
+    if x.dtype == object:
+        fmt = (_printf(a) + "s").encode()
+        return [_map(lambda v: fmt % v, x)]
     if x.dtype.kind in "iu":
         fmt = _printf(a) + "d"
         return [_map(lambda v: (fmt % int(v)).encode(), x)]
@@ -91,8 +94,8 @@ def _(ctx, op, values):
 
 
 def as_string(input, precision=-1, scientific=False, shortest=False, width=-1, fill="", name=None):
-    """Each number as text, printf's way: %f (%e with scientific, %g with shortest), `precision`
-    digits, padded to `width` with `fill` ('' for spaces, or '0', '-', '+', ' ', '#')."""
+    """Each number (or bool, or string) as text, printf's way: %f (%e with scientific, %g with
+    shortest), `precision` digits, padded to `width` with `fill` ('' for spaces, or '0', '-', '+', ' ', '#')."""
     return AsString(convert_to_tensor(input), precision=int(precision), scientific=bool(scientific),
                     shortest=bool(shortest), width=int(width), fill=fill, name=name or "AsString")
 
