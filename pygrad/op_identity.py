@@ -478,6 +478,7 @@ _STRING = {
     "StringToHashBucketStrong": tf("StringToHashBucketStrong", attrs="num_buckets key"),
     "StringToHashBucket": tf("StringToHashBucket", attrs="num_buckets"),
     "Fingerprint":    tf("Fingerprint",  derived="T=in0"),
+    "StringFormat":   tf("StringFormat", attrs="template placeholder summarize", derived="T=ins"),
 }
 
 # ---------------------------------------------------------------- train

@@ -2,6 +2,7 @@
 from pygrad.ops import decode_ops, string_hash, string_ops
 
 as_string = string_ops.as_string
+format = string_ops.string_format
 join = string_ops.string_join
 length = string_ops.length
 lower = string_ops.lower

@@ -182,7 +182,8 @@ def _strings():
         run(tf.strings.substr("abc", 1, 1)) == b"b" and run(tf.strings.to_number("3")) == 3.0 and \
         run(tf.strings.as_string(1.5, precision=1)) == b"1.5" and run(tf.strings.regex_replace("a", "a", "b")) == b"b" \
         and run(tf.strings.reduce_join(["a", "b"])) == b"ab" and run(tf.strings.to_hash_bucket("a", 3)) < 3 and \
-        run(tf.strings.to_hash_bucket_strong("a", 3, [1, 2])) < 3
+        run(tf.strings.to_hash_bucket_strong("a", 3, [1, 2])) < 3 and run(tf.strings.format("{}", tf.constant([1, 2]))) \
+        == b"[1 2]"
 
 
 PROBES = {
@@ -279,7 +280,8 @@ PROBES = {
     "string_to_hash_bucket(_fast, _strong) / fingerprint": lambda: run(tf.string_to_hash_bucket_fast(["a"], 10))[0] ==
     run(tf.strings.to_hash_bucket_fast("a", 10)) and 0 <= run(tf.string_to_hash_bucket_strong("a", 5, [1, 2])) < 5
     and 0 <= run(tf.string_to_hash_bucket("a", 5)) < 5 and run(tf.fingerprint(["a"])).shape == (1, 8),
-    "strings (join, length, substr, strip, lower, upper, regex_full_match, to_number, to_hash_bucket)": _strings,
+    "strings (join, length, substr, strip, lower, upper, regex_full_match, to_number, to_hash_bucket, format)":
+    _strings,
     "FIFOQueue (enqueue_many, close, dequeue_up_to)": _queue,
     "train.string_input_producer + TextLineReader + train.batch": _text_line_batch,
     "train.shuffle_batch + range_input_producer": _shuffle_batch,

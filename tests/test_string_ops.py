@@ -92,6 +92,17 @@ CASES = {
                                                keepdims=True, separator="/"),
     "reduce_join no axes": lambda m: m.reduce_join(_c(m, [b"a", b"b"]), [], separator="/"),
     "reduce_join empty": lambda m: m.reduce_join(_c(m, np.zeros((2, 0), object).astype(bytes)), 1),
+    "format": lambda m: m.strings.format("x={} y={}!", [_c(m, [[1.5, 2.0], [0.1, 1e-7]]), _c(m, b"ab")]),
+    "format one tensor": lambda m: m.strings.format("a {} b", _c(m, 3)),
+    "format python values": lambda m: m.strings.format("{} {}", [1, 2.5]),
+    "format summarize": lambda m: m.strings.format("{}|{}", [_c(m, np.arange(10)), _c(m, np.arange(24).reshape(
+        2, 3, 4))], summarize=2),
+    "format summarize all": lambda m: m.strings.format("{}", _c(m, np.arange(24).reshape(2, 3, 4)), summarize=-1),
+    "format summarize none": lambda m: m.strings.format("{} {}", [_c(m, 5), _c(m, np.zeros((2, 0)))], summarize=0),
+    "format strings": lambda m: m.strings.format("%s %s", [_c(m, WORDS + [b'q"\\\x01\x7f']), _c(m, [True, False])],
+                                                 placeholder="%s"),
+    "format half and double": lambda m: m.strings.format("{} {}", [_c(m, [0.1, 65504], m.float16), _c(
+        m, [0.1, np.nan, -np.inf, 1e100], m.float64)]),
     "to_number": lambda m: m.strings.to_number(_c(m, [b"1.5", b"-2"])),
     "hash fast": lambda m: m.string_to_hash_bucket_fast(_c(m, RANDOM), 2 ** 63 - 1),
     "hash fast small": lambda m: m.strings.to_hash_bucket_fast(_c(m, [WORDS, WORDS]), 10),
@@ -229,6 +240,13 @@ def test_fingerprint_methods_are_tfs(tf_peer):
             with lib.Session() as sess, pytest.raises(lib.errors.InvalidArgumentError,
                                                       match="Unsupported fingerprint method: md5"):
                 sess.run(lib.fingerprint(lib.constant([b"a"]), method=method), {method: "md5"})
+
+
+def test_format_needs_one_input_per_placeholder(tf_peer):
+    for lib in (tf_peer, tf):
+        with lib.Graph().as_default(), pytest.raises(ValueError, match="The template expects 2 tensors, but the "
+                                                                      "inputs only has 1"):
+            lib.strings.format("{} {}", [lib.constant(1)])
 
 
 def test_reduce_join_bad_axes_fail_when_built(tf_peer):

@@ -6,8 +6,10 @@ string_hash.py, RE2's syntax in re2_syntax.py; tf.strings.to_number is decode_op
 import numpy as np
 
 from pygrad import dtypes, errors
+from pygrad.graph import Tensor
 from pygrad.ops import re2_syntax
 from pygrad.ops.array_ops import convert_to_tensor
+from pygrad.ops.logging_ops import summarize_v2
 from pygrad.registry import BETWEEN, HostError, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape, broadcast_shape
 
@@ -498,3 +500,31 @@ def reduce_join(inputs, axis=None, keep_dims=None, separator="", name=None, redu
     else:
         axes = [int(a) for a in np.atleast_1d(np.asarray(axis)).reshape(-1)]
     return ReduceJoin(x, axis=axes, keep_dims=keep, separator=separator, name=name or "ReduceJoin")
+
+
+# ---------------------------------------------------------------- format
+StringFormat = OpDef("StringFormat", host=BETWEEN, differentiable=False)
+
+
+@StringFormat.shape
+def _(*inputs, template, placeholder, summarize):
+    return Spec(dtypes.string, [])
+
+
+@StringFormat.host
+def _(ctx, op, values):
+    a = op.attrs
+    pieces = a["template"].encode().split(a["placeholder"].encode())
+    return [np.array(pieces[0] + b"".join(summarize_v2(v, a["summarize"]) + after
+                                          for v, after in zip(values, pieces[1:])), object)]
+
+
+def string_format(template, inputs, placeholder="{}", summarize=3, name=None):
+    """template with each placeholder replaced by the next tensor of inputs (one tensor, or a list),
+    written as tf.print writes it: `summarize` items at each end of every dimension."""
+    tensors = [inputs] if isinstance(inputs, Tensor) else [convert_to_tensor(x) for x in inputs]
+    if template.count(placeholder) != len(tensors):
+        raise ValueError(f"The template expects {template.count(placeholder)} tensors, but the inputs only has "
+                         f"{len(tensors)}. Please ensure the number of placeholders in template matches inputs length.")
+    return StringFormat(*tensors, template=template, placeholder=placeholder, summarize=int(summarize),
+                        name=name or "StringFormat")
