@@ -90,6 +90,7 @@ CASES = {
     "reduce_join axes 1 0": lambda m: m.reduce_join(_c(m, [[b"a", b"b"], [b"c", b"d"]]), [1, 0], separator="."),
     "reduce_join 3-d": lambda m: m.reduce_join(_c(m, np.array(WORDS[:6] * 4, object).reshape(2, 3, 4)), [2, 0],
                                                keepdims=True, separator="/"),
+    "reduce_join axis tensor": lambda m: m.strings.reduce_join(_c(m, [[b"a", b"b"], [b"c", b"d"]]), axis=_c(m, [1])),
     "reduce_join no axes": lambda m: m.reduce_join(_c(m, [b"a", b"b"]), [], separator="/"),
     "reduce_join empty": lambda m: m.reduce_join(_c(m, np.zeros((2, 0), object).astype(bytes)), 1),
     "format": lambda m: m.strings.format("x={} y={}!", [_c(m, [[1.5, 2.0], [0.1, 1e-7]]), _c(m, b"ab")]),
@@ -109,7 +110,7 @@ CASES = {
     "hash strong": lambda m: m.string_to_hash_bucket_strong(_c(m, RANDOM), 2 ** 63 - 1, [123, -456]),
     "hash strong small": lambda m: m.strings.to_hash_bucket_strong(_c(m, WORDS), 7, [2 ** 62, 1]),
     "hash legacy": lambda m: m.string_to_hash_bucket(_c(m, RANDOM), 2 ** 63 - 1),
-    "hash legacy small": lambda m: m.strings.to_hash_bucket(_c(m, WORDS), 1000),
+    "hash legacy small": lambda m: m.strings.to_hash_bucket(input=_c(m, WORDS), num_buckets=1000),
     "fingerprint strings": lambda m: m.fingerprint(_c(m, RANDOM[60:80])),
     "fingerprint string rows": lambda m: m.fingerprint(_c(m, np.array(RANDOM[:24], object).reshape(4, 3, 2))),
     "fingerprint int32": lambda m: m.fingerprint(_c(m, np.arange(24, dtype=np.int32).reshape(2, 3, 4))),
@@ -282,3 +283,30 @@ def test_bad_inputs_name_the_op():
         tf.fingerprint(tf.constant(b"a"))
     with pytest.raises(ValueError, match="AsString.*fill 'x'"):
         tf.as_string(tf.constant([1]), width=3, fill="x")
+
+
+def _pipeline(m):
+    """A feature pipeline's string ops on a fed batch, one named output each."""
+    x = m.placeholder(m.string, [None], name="x")
+    outs = [m.as_string(m.strings.length(x), width=3), m.string_join([x, "!"], "-"), m.substr(x, 1, 3),
+            m.regex_replace(x, r"\d", "#"), m.regex_replace(x, m.constant("o"), m.constant("0")),
+            m.strings.regex_full_match(x, ".*o.*"), m.reduce_join(x, 0, separator="|"),
+            m.string_to_hash_bucket_fast(x, 100), m.string_to_hash_bucket_strong(x, 100, [1, 2]),
+            m.string_to_hash_bucket(x, 100), m.fingerprint(x), m.strings.lower(x), m.string_strip(x),
+            m.strings.format("{}", x)]
+    return [m.identity(o, name=f"out{i}").name for i, o in enumerate(outs)]
+
+
+def test_graph_defs_go_both_ways(tf_peer):
+    """A pygrad graph of string ops runs in TF from its GraphDef, and TF's runs in pygrad."""
+    feed, results = {"x:0": [b"Hello World", b" ab 12 "]}, []
+    for build_lib, run_lib in ((tf, tf_peer), (tf_peer, tf), (tf, tf)):
+        with build_lib.Graph().as_default() as g:
+            names = _pipeline(build_lib)
+        with run_lib.Graph().as_default():
+            run_lib.import_graph_def(run_lib.GraphDef.FromString(g.as_graph_def().SerializeToString()), name="")
+            with run_lib.Session() as sess:
+                results.append(sess.run(names, feed))
+    for ours in results[1:]:
+        for a, b in zip(ours, results[0]):
+            assert np.asarray(a).tolist() == np.asarray(b).tolist()

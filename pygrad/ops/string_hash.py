@@ -255,7 +255,7 @@ def string_to_hash_bucket_strong(input, num_buckets, key, name=None):
                                     name=name or "StringToHashBucketStrong")
 
 
-def string_to_hash_bucket(string_tensor, num_buckets, name=None, input=None):
+def string_to_hash_bucket(string_tensor=None, num_buckets=None, name=None, input=None):
     """Each string's bucket in [0, num_buckets): TF's legacy Hash64 mod num_buckets (prefer the _fast one)."""
     strings = string_tensor if string_tensor is not None else input
     return StringToHashBucket(convert_to_tensor(strings), num_buckets=int(num_buckets),

@@ -8,7 +8,7 @@ import numpy as np
 from pygrad import dtypes, errors
 from pygrad.graph import Tensor
 from pygrad.ops import re2_syntax
-from pygrad.ops.array_ops import convert_to_tensor
+from pygrad.ops.array_ops import constant_value, convert_to_tensor
 from pygrad.ops.logging_ops import summarize_v2
 from pygrad.registry import BETWEEN, HostError, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape, broadcast_shape
@@ -498,7 +498,10 @@ def reduce_join(inputs, axis=None, keep_dims=None, separator="", name=None, redu
             raise ReduceJoin.error("axis=None needs the rank of inputs, which the graph does not know", name)
         axes = list(range(x.shape.ndims))[::-1]  # TF's _reduce_join_reduction_dims
     else:
-        axes = [int(a) for a in np.atleast_1d(np.asarray(axis)).reshape(-1)]
+        value = constant_value(axis)
+        if value is None:
+            raise ReduceJoin.error(f"axis must be known when the graph is built, got {axis}", name)
+        axes = [int(a) for a in np.reshape(value, -1)]
     return ReduceJoin(x, axis=axes, keep_dims=keep, separator=separator, name=name or "ReduceJoin")
 
 
