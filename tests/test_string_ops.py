@@ -91,6 +91,7 @@ CASES = {
     "reduce_join 3-d": lambda m: m.reduce_join(_c(m, np.array(WORDS[:6] * 4, object).reshape(2, 3, 4)), [2, 0],
                                                keepdims=True, separator="/"),
     "reduce_join axis tensor": lambda m: m.strings.reduce_join(_c(m, [[b"a", b"b"], [b"c", b"d"]]), axis=_c(m, [1])),
+    "reduce_join scalar": lambda m: m.reduce_join(_c(m, b"a"), separator="/"),
     "reduce_join no axes": lambda m: m.reduce_join(_c(m, [b"a", b"b"]), [], separator="/"),
     "reduce_join empty": lambda m: m.reduce_join(_c(m, np.zeros((2, 0), object).astype(bytes)), 1),
     "format": lambda m: m.strings.format("x={} y={}!", [_c(m, [[1.5, 2.0], [0.1, 1e-7]]), _c(m, b"ab")]),
@@ -232,6 +233,15 @@ def test_attribute_errors_are_tfs(tf_peer, build, message):
         build(tf)
 
 
+def test_reduce_join_axes_out_of_range_of_a_fed_rank_fail_as_tf(tf_peer):
+    for lib in (tf_peer, tf):
+        with lib.Graph().as_default():
+            x = _strings(lib)
+            with lib.Session() as sess, pytest.raises(lib.errors.OutOfRangeError,
+                                                      match="Invalid reduction dimension 1 for input with 1 dim"):
+                sess.run(lib.reduce_join(x, 1), {x: [b"a"]})
+
+
 def test_fingerprint_methods_are_tfs(tf_peer):
     for lib in (tf_peer, tf):
         with lib.Graph().as_default():
@@ -277,6 +287,10 @@ def test_bad_inputs_name_the_op():
         tf.strings.length(tf.constant([b"a"]), unit="CHAR")
     with pytest.raises(ValueError, match="Substr.*pos and len shapes must match"):
         tf.substr(tf.constant([b"a"]), [0, 1], [1])
+    with pytest.raises(ValueError, match=r"StaticRegexReplace.*invalid rewrite pattern: \\n: RE2 rewrites take"):
+        tf.regex_replace(tf.constant([b"a"]), "a", r"\n")
+    with pytest.raises(ValueError, match=r"Substr.*Incompatible shapes: \(2,\) vs. \(3,\)"):
+        tf.substr(tf.constant([b"a", b"b"]), [0, 1, 2], [1, 1, 1])
     with pytest.raises(ValueError, match="StringToHashBucketStrong.*Key must have 2 elements"):
         tf.string_to_hash_bucket_strong(tf.constant([b"a"]), 3, [1, 2, 3])
     with pytest.raises(ValueError, match="Fingerprint.*at least one dimension"):

@@ -190,7 +190,10 @@ def _(x, pos, len_, *, unit):
         fail_dtype(f"pos and len must both be int32 or both int64, got {pos.dtype.name} and {len_.dtype.name}")
     if pos.shape.ndims is not None and len_.shape.ndims is not None and pos.shape.as_list() != len_.shape.as_list():
         fail(f"pos and len shapes must match: {pos.shape} vs. {len_.shape}")
-    return Spec(dtypes.string, broadcast_shape(x.shape, pos.shape))
+    try:
+        return Spec(dtypes.string, broadcast_shape(x.shape, pos.shape))
+    except ValueError:
+        fail(f"Incompatible shapes: {x.shape} vs. {pos.shape}")
 
 
 def _forward(s, n, p):
@@ -253,8 +256,8 @@ def _(ctx, op, values):
     if pos.size == 0:
         raise HostError("received empty tensor pos_tensor")
     if pos.ndim == 0 or pos.shape == x.shape:
-        pos, n = np.broadcast_to(pos, x.shape).reshape(-1), np.broadcast_to(n, x.shape).reshape(-1)
-        return [_map_indexed(x.shape, lambda i: _substr(x.reshape(-1)[i], int(pos[i]), int(n[i]), unit, (i,)))]
+        xs, ps, ns = (np.broadcast_to(a, x.shape).reshape(-1) for a in (x, pos, n))
+        return [_map_indexed(x.shape, lambda i: _substr(xs[i], int(ps[i]), int(ns[i]), unit, (i,)))]
     try:
         shape = np.broadcast_shapes(x.shape, pos.shape)
     except ValueError:
@@ -274,8 +277,9 @@ def _map_indexed(shape, fn):
 
 
 def substr(input, pos, len, name=None, unit="BYTE"):
-    """len bytes (or UTF-8 characters) of each string from pos (negative: from the end); len < 0 or
-    past the end takes the rest. pos and len have one shape: a scalar, input's, or one that broadcasts."""
+    """len bytes (or UTF-8 characters, unit 'UTF8_CHAR') of each string from pos (negative: from the
+    end); past the end takes the rest, and so does len < 0 in bytes (in characters it takes none).
+    pos and len have one shape: a scalar, input's, or one that broadcasts with it in 1 or 2 dimensions."""
     x = _string_tensor(input)
     with x.graph.as_default():
         pos = convert_to_tensor(pos)
@@ -346,12 +350,16 @@ RegexFullMatch = OpDef("RegexFullMatch", host=BETWEEN, differentiable=False)
 StaticRegexFullMatch = OpDef("StaticRegexFullMatch", host=BETWEEN, differentiable=False)
 
 
+def _untranslatable(pattern, e):
+    return f"pattern {pattern!r} uses RE2 syntax pygrad cannot translate to Python's re: {e}"
+
+
 def _check_pattern(pattern):
     """Refuses at build time a pattern Python's re cannot run as RE2 would (RE2's own errors come at run time)."""
     try:
         re2_syntax.compile_re2(pattern)
     except re2_syntax.UnsupportedPattern as e:
-        fail(f"pattern {pattern!r} uses RE2 syntax pygrad cannot translate to Python's re: {e}")
+        fail(_untranslatable(pattern, e))
     except re2_syntax.InvalidPattern:
         pass
 
@@ -374,6 +382,10 @@ def _(x, pattern, rewrite, *, replace_global):
 def _(x, *, pattern, rewrite, replace_global):
     _require_strings(x, "input")
     _check_pattern(pattern)
+    try:
+        re2_syntax.parse_rewrite(rewrite)
+    except re2_syntax.InvalidPattern as e:
+        fail(f"{e}: RE2 rewrites take \\0 to \\9 (groups) and \\\\ (a backslash) only")
     return Spec(dtypes.string, x.shape)
 
 
@@ -402,7 +414,7 @@ def _regex(pattern):
     except re2_syntax.InvalidPattern as e:
         raise HostError(f"Invalid pattern: {pattern}, error: {e}") from None
     except re2_syntax.UnsupportedPattern as e:
-        raise HostError(f"pattern {pattern!r} uses RE2 syntax pygrad cannot translate to Python's re: {e}") from None
+        raise HostError(_untranslatable(pattern, e)) from None
 
 
 def _replace_host(ctx, op, values):
@@ -473,13 +485,15 @@ def _(ctx, op, values):
     x, a = _strings(values[0]), op.attrs
     axes = []
     for d in a["axis"]:
-        if d % max(x.ndim, 1) in axes:
+        if not -x.ndim <= d < x.ndim:
+            raise errors.OutOfRangeError(None, op, op.error(f"Invalid reduction dimension {d} for input with "
+                                                            f"{x.ndim} dimension(s)"))
+        if d % x.ndim in axes:
             raise HostError(f"Duplicate reduction dimension {d}")
         axes.append(d % x.ndim)
     kept = [d for d in range(x.ndim) if d not in axes]
-    moved = np.transpose(x, kept + axes[::-1]) if x.ndim else x  # TF's order: the first axis listed varies fastest
-    groups = moved.reshape(int(np.prod([x.shape[d] for d in kept])), -1) if x.size else \
-        np.empty((int(np.prod([x.shape[d] for d in kept])), 0), object)
+    moved = np.transpose(x, kept + axes[::-1])  # TF's order: the first axis listed varies fastest
+    groups = moved.reshape(int(np.prod([x.shape[d] for d in kept])), int(np.prod([x.shape[d] for d in axes])))
     sep = a["separator"].encode()
     shape = [1 if d in axes else x.shape[d] for d in range(x.ndim) if a["keep_dims"] or d not in axes]
     out = np.empty(len(groups), object)
