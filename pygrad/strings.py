@@ -1,5 +1,5 @@
 """tf.strings: the string ops under their TF 1 names in this namespace."""
-from pygrad.ops import decode_ops, string_hash, string_ops
+from pygrad.ops import decode_ops, string_hash, string_ops, string_split
 
 as_string = string_ops.as_string
 format = string_ops.string_format
@@ -7,6 +7,7 @@ join = string_ops.string_join
 length = string_ops.length
 lower = string_ops.lower
 upper = string_ops.upper
+split = string_split.strings_split
 strip = string_ops.string_strip
 substr = string_ops.substr
 regex_replace = string_ops.regex_replace
