@@ -196,6 +196,7 @@ from pygrad.platform import tf_io as io  # noqa: E402,A001
 from pygrad.platform.tf_io import python_io  # noqa: E402,F401
 from pygrad.ops.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature, SparseFeature,  # noqa: E402,F401
                                     VarLenFeature, parse_example, parse_single_example)
+from pygrad.ops.parsing_sequence import parse_sequence_example, parse_single_sequence_example  # noqa: E402,F401
 from pygrad.ops.decode_ops import decode_csv, decode_raw, string_to_number  # noqa: E402,F401
 from pygrad.ops.io_ops import matching_files, read_file, write_file  # noqa: E402,F401
 from pygrad import strings  # noqa: F401  (tf.strings)

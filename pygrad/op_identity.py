@@ -452,6 +452,17 @@ _PARSING = {
                          own="names sparse_keys dense_keys ragged_keys", ins="serialized dense_defaults*",
                          note="tf.parse_single_example is ParseExampleV2 of a scalar, as TF 2's; the keys and "
                               "names, string inputs in TF, are attributes the parse reads"),
+    "ParseSequenceExampleV2": tf(
+        "ParseSequenceExampleV2",
+        attrs="context_sparse_types feature_list_dense_types feature_list_sparse_types context_dense_shapes "
+              "feature_list_dense_shapes",
+        derived="Tcontext_dense=ins1: debug_name=host context_sparse_keys=host context_dense_keys=host "
+                "context_ragged_keys=host feature_list_sparse_keys=host feature_list_dense_keys=host "
+                "feature_list_ragged_keys=host feature_list_dense_missing_assumed_empty=host",
+        own="names context_sparse_keys context_dense_keys feature_list_sparse_keys feature_list_dense_keys "
+            "feature_list_dense_missing_assumed_empty", ins="serialized context_dense_defaults*",
+        note="the keys, names and flags, string and bool inputs in TF, are attributes the parse reads; no ragged "
+             "features"),
     "DecodeRaw":      tf("DecodeRaw",    attrs="out_type little_endian"),
     "StringToNumber": tf("StringToNumber", attrs="out_type"),
     "DecodeCSV":      tf("DecodeCSV",    attrs="field_delim use_quote_delim na_value select_cols",
