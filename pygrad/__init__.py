@@ -199,6 +199,11 @@ from pygrad.ops.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature, Sp
 from pygrad.ops.parsing_sequence import parse_sequence_example, parse_single_sequence_example  # noqa: E402,F401
 from pygrad.ops.decode_ops import decode_csv, decode_raw, string_to_number  # noqa: E402,F401
 from pygrad.ops.io_ops import matching_files, read_file, write_file  # noqa: E402,F401
+from pygrad import strings  # noqa: F401  (tf.strings)
+from pygrad.ops.string_hash import (fingerprint, string_to_hash_bucket, string_to_hash_bucket_fast,  # noqa: F401
+                                    string_to_hash_bucket_strong)
+from pygrad.ops.string_ops import (as_string, reduce_join, regex_replace, string_join, string_strip,  # noqa: F401
+                                   substr)
 
 # ---- the alias table (pygrad/compat.py) and tf.compat.v1, which is pygrad itself
 import sys as _sys  # noqa: E402

@@ -13,7 +13,7 @@ import numpy as np
 from pygrad import dtypes, import_control_flow, nn
 from pygrad.op_identity import TABLE
 from pygrad.ops import (array_ops, cumulative_ops, logging_ops, manip_ops, math_ops, random_ops, reduction_ops,
-                        scatter_ops, sequence_ops, slice_ops, state_ops, topk_ops)
+                        scatter_ops, sequence_ops, slice_ops, state_ops, string_ops, topk_ops)
 from pygrad.ops.shape_exprs import all_known
 from pygrad.registry import OpDef
 
@@ -334,6 +334,8 @@ BUILDERS = {
         b.x[0], _unpadded(b), paddings=tuple(map(tuple, b.ints(1).tolist())),
         mode={"REFLECT": 1, "SYMMETRIC": 2}[b.attr("mode")], name=b.name),
     "InvertPermutation": lambda b: array_ops.constant(np.argsort(b.ints(0)).astype(b.dtype("T").np), name=b.name),
+    "ReduceJoin": lambda b: string_ops.reduce_join(b.x[0], b.ints(1).reshape(-1).tolist(), b.attr("keep_dims", False),
+                                                   b.attr("separator", ""), name=b.name),
     "Sum": _reduce(reduction_ops.reduce_sum),
     "Mean": _reduce(reduction_ops.reduce_mean),
     "Max": _reduce(reduction_ops.reduce_max),

@@ -510,6 +510,27 @@ _SPARSE = {
     "StringSplitV2":  tf("StringSplitV2", attrs="maxsplit"),
 }
 
+# ---------------------------------------------------------------- string_ops, string_hash
+_STRING = {
+    "AsString":       tf("AsString",     attrs="precision scientific shortest width fill", derived="T=in0"),
+    "StringJoin":     tf("StringJoin",   attrs="separator", derived="N=n_ins"),
+    "StringLength":   tf("StringLength", attrs="unit"),
+    "Substr":         tf("Substr",       attrs="unit", derived="T=in1"),
+    "StringStrip":    tf("StringStrip"),
+    "StringLower":    tf("StringLower",  attrs="encoding"),
+    "StringUpper":    tf("StringUpper",  attrs="encoding"),
+    "RegexReplace":   tf("RegexReplace", attrs="replace_global"),
+    "StaticRegexReplace": tf("StaticRegexReplace", attrs="pattern rewrite replace_global"),
+    "RegexFullMatch": tf("RegexFullMatch"),
+    "StaticRegexFullMatch": tf("StaticRegexFullMatch", attrs="pattern"),
+    "ReduceJoin":     tf("ReduceJoin",   attrs="keep_dims separator", inputs="axis=reduction_indices"),
+    "StringToHashBucketFast": tf("StringToHashBucketFast", attrs="num_buckets"),
+    "StringToHashBucketStrong": tf("StringToHashBucketStrong", attrs="num_buckets key"),
+    "StringToHashBucket": tf("StringToHashBucket", attrs="num_buckets"),
+    "Fingerprint":    tf("Fingerprint",  derived="T=in0"),
+    "StringFormat":   tf("StringFormat", attrs="template placeholder summarize", derived="T=ins"),
+}
+
 # ---------------------------------------------------------------- train
 _TRAIN = {
     "ClipByGlobalNorm": none("fused tf.clip_by_global_norm: the global norm and every clipped tensor in one op; "
@@ -517,5 +538,6 @@ _TRAIN = {
 }
 
 FAMILIES = (_ARRAY, _MATH, _REDUCTION, _MANIP, _SLICE, _SCATTER, _SEQUENCE, _CUMULATIVE, _TOPK, _NN, _ACTIVATION,
-            _CONV, _DEPTHWISE, _LINALG, _RANDOM, _STATE, _TRAINING, _CONTROL_FLOW, _SUMMARY, _HOST, _PARSING, _SPARSE, _TRAIN)
+            _CONV, _DEPTHWISE, _LINALG, _RANDOM, _STATE, _TRAINING, _CONTROL_FLOW, _SUMMARY, _HOST, _PARSING, _SPARSE,
+            _STRING, _TRAIN)
 TABLE = {t: entry for family in FAMILIES for t, entry in family.items()}
