@@ -166,6 +166,8 @@ _MANIP = {
     "Pack":           tf("Pack",         attrs="axis", derived="N=n_ins T=in0"),
     "Unpack":         tf("Unpack",       attrs="num axis", derived="T=in0"),
     "GatherV2":       tf("GatherV2",     inputs="axis", derived="Tparams=in0 Tindices=in1 Taxis=int32"),
+    "StringGather":   tf("GatherV2",     inputs="axis", derived="Tparams=in0 Tindices=in1 Taxis=int32",
+                         note="GatherV2 of strings, which pygrad runs in Python"),
     "GatherV2Grad":   none("gradient helper of GatherV2: dy's rows added at the indices; TF: IndexedSlices, "
                            "then UnsortedSegmentSum"),
     "OneHot":         tf("OneHot",       attrs="axis dtype=T", inputs="depth on_value off_value", derived="TI=in0"),

@@ -324,3 +324,24 @@ def test_graph_defs_go_both_ways(tf_peer):
     for ours in results[1:]:
         for a, b in zip(ours, results[0]):
             assert np.asarray(a).tolist() == np.asarray(b).tolist()
+
+
+def test_slice_input_producer_over_file_names_gives_tensorflows_batches(tf_peer):
+    """TF1's file-list pipeline: slice_input_producer over names and labels (a gather of strings)."""
+    def batches(m):
+        with m.Graph().as_default():
+            name, label = m.train.slice_input_producer([m.constant([b"a.jpg", b"b.jpg", b"c.jpg"]),
+                                                        m.constant([3, 1, 2])], shuffle=False)
+            picked = m.gather(m.constant([[b"p", b"q"], [b"r", b"s"]]), [1, 0, 1], axis=1)
+            out = m.train.batch([name, label], batch_size=2)
+            with m.Session() as s:
+                s.run(m.local_variables_initializer())
+                coord = m.train.Coordinator()
+                threads = m.train.start_queue_runners(s, coord)
+                got = [s.run(out) for _ in range(3)] + [s.run(picked)]
+                coord.request_stop()
+                coord.join(threads)
+        return got
+    for a, b in zip(batches(tf), batches(tf_peer)):
+        for x, y in zip(a, b) if isinstance(b, list) else [(a, b)]:
+            np.testing.assert_array_equal(x, y)
