@@ -363,6 +363,10 @@ _CONTROL_FLOW = {
                                                  "else_branch=regions output_shapes=out_shapes",
                          ins="cond input*", own="out",
                          note="TF1's tf.cond emits Switch and Merge, which import lifts into If"),
+    "IfInPython":     none("a tf.cond whose branches run Python ops: Python runs the branch (TF: If, or Switch and "
+                           "Merge)"),
+    "WhileInPython":  none("a tf.while_loop whose condition or body runs Python ops: Python runs the loop (TF: While, "
+                           "or Enter, Merge, Switch, Exit)"),
     "While":          tf("While",        derived="T=ins cond=regions body=regions output_shapes=out_shapes",
                          ins="input*", own="n_vars shapes",
                          note="inputs after n_vars are captures (TF: loop-invariant inputs, also outputs); TF1's "
