@@ -32,9 +32,11 @@ def _name_op(op):
 
 
 def _kwarg_names(func):
-    """The positional-or-keyword parameters with defaults (TF-Slim's rule: keyword-only ones are left out)."""
+    """The positional-or-keyword parameters with defaults, in order. (TF-Slim slices co_varnames
+    from its end, which also counts a function's local variables; this takes the slice it means.)"""
     n = len(func.__defaults__) if func.__defaults__ else 0
-    return func.__code__.co_varnames[-n:func.__code__.co_argcount] if n else ()
+    argcount = func.__code__.co_argcount
+    return func.__code__.co_varnames[argcount - n:argcount]
 
 
 def has_arg_scope(func):
