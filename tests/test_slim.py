@@ -5,10 +5,10 @@ import inspect
 
 import numpy as np
 import pytest
+from slim_check import assert_values, compare, quiet, structure
 
 import pygrad as tf
-import pygrad.contrib.slim as slim
-from slim_check import assert_values, compare, quiet, structure
+import pygrad.contrib.slim as slim  # noqa: PLR0402  (the import TF-Slim programs write)
 
 RNG = np.random.default_rng(3)
 IMAGES = RNG.standard_normal((4, 8, 8, 3)).astype(np.float32)

@@ -204,7 +204,8 @@ def _true_getter(name, shape=None, dtype=None, initializer=None, regularizer=Non
                        name=full + "/", dtype=dtype)
     store[full] = var
     if regularizer is not None or scope.regularizer is not None:
-        loss = (regularizer or scope.regularizer)(var)
+        with graph.name_scope(full + "/Regularizer/"):  # as TF: '<variable>/Regularizer/<regularizer's op>'
+            loss = (regularizer or scope.regularizer)(var)
         if loss is not None:
             graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
     return var

@@ -18,11 +18,10 @@ from pygrad.contrib.layers.utils import (
     get_variable_collections,
 )
 from pygrad.graph import get_default_graph
-from pygrad.layers.convolutional import Conv2D, Conv2DTranspose
+from pygrad.layers.convolutional import Conv2D, Conv2DTranspose, SeparableConv2D
 from pygrad.ops.array_ops import convert_to_tensor
 from pygrad.ops.conv_ops import avg_pool, max_pool
 from pygrad.ops.depthwise_ops import depthwise_conv2d
-from pygrad.ops.depthwise_ops import separable_conv2d as nn_separable_conv2d
 from pygrad.ops.init_ops import zeros_initializer
 from pygrad.ops.nn_ops import bias_add, relu
 from pygrad.ops.variable_scope import variable_scope
@@ -136,44 +135,55 @@ conv2d_transpose = convolution2d_transpose
 @add_arg_scope
 def separable_convolution2d(inputs, num_outputs, kernel_size, depth_multiplier=1, stride=1, padding="SAME",
                             data_format=NHWC, rate=1, activation_fn=relu, normalizer_fn=None,
-                            normalizer_params=None, weights_initializer=XAVIER,
-                            pointwise_initializer=None, weights_regularizer=None,
-                            biases_initializer=ZEROS, biases_regularizer=None, reuse=None,
+                            normalizer_params=None, weights_initializer=XAVIER, pointwise_initializer=None,
+                            weights_regularizer=None, biases_initializer=ZEROS, biases_regularizer=None, reuse=None,
                             variables_collections=None, outputs_collections=None, trainable=True, scope=None):
     """A depthwise convolution (depth_multiplier filters per input channel), then, unless
-    num_outputs is None, a 1x1 convolution to num_outputs channels; in the variable scope `scope`
-    (default 'SeparableConv2d'): depthwise_weights [kh, kw, in, depth_multiplier],
-    pointwise_weights [1, 1, in * depth_multiplier, num_outputs], biases."""
+    num_outputs is None, a 1x1 convolution to num_outputs channels (tf.layers' SeparableConv2D);
+    in the variable scope `scope` (default 'SeparableConv2d'): depthwise_weights
+    [kh, kw, in, depth_multiplier], pointwise_weights [1, 1, in * depth_multiplier, num_outputs],
+    biases."""
     check_data_format(data_format, "separable_conv2d")
     if pointwise_initializer is None:
         pointwise_initializer = weights_initializer
-    with variable_scope(scope, "SeparableConv2d", [inputs], reuse=reuse) as sc:
+    getter = build_variable_getter({"bias": "biases", "depthwise_kernel": "depthwise_weights",
+                                    "pointwise_kernel": "pointwise_weights"})
+    with variable_scope(scope, "SeparableConv2d", [inputs], reuse=reuse, custom_getter=getter) as sc:
         inputs = convert_to_tensor(inputs)
         if inputs.shape.ndims != 4 or inputs.shape[-1].value is None:
             raise ValueError(f"separable_conv2d '{sc.name}': needs 4-D NHWC inputs with known channels, got inputs "
                              f"of shape {inputs.shape}")
+        if num_outputs is not None:
+            layer = SeparableConv2D(filters=num_outputs, kernel_size=kernel_size, strides=stride, padding=padding,
+                                    data_format="channels_last", dilation_rate=_two(rate, "rate"), activation=None,
+                                    depth_multiplier=depth_multiplier,
+                                    use_bias=not normalizer_fn and biases_initializer is not None,
+                                    depthwise_initializer=weights_initializer,
+                                    pointwise_initializer=pointwise_initializer, bias_initializer=biases_initializer,
+                                    depthwise_regularizer=weights_regularizer,
+                                    pointwise_regularizer=weights_regularizer, bias_regularizer=biases_regularizer,
+                                    activity_regularizer=None, trainable=trainable, name=sc.name,
+                                    dtype=inputs.dtype.base_dtype, _scope=sc, _reuse=reuse)
+            outputs = layer.apply(inputs)
+            add_variable_to_collections(layer.depthwise_kernel, variables_collections, "weights")
+            add_variable_to_collections(layer.pointwise_kernel, variables_collections, "weights")
+            if layer.bias is not None:
+                add_variable_to_collections(layer.bias, variables_collections, "biases")
+            return _finish(outputs, normalizer_fn, normalizer_params, activation_fn, outputs_collections, sc)
+        # Depthwise only: TF-Slim makes the variables itself (not through the getter's renaming).
         dtype = inputs.dtype.base_dtype
         kh, kw = _two(kernel_size, "kernel_size")
         sh, sw = _two(stride, "stride")
         channels = inputs.shape[-1].value
-        weights_collections = get_variable_collections(variables_collections, "weights")
         depthwise = model_variable("depthwise_weights", shape=[kh, kw, channels, depth_multiplier], dtype=dtype,
                                    initializer=weights_initializer, regularizer=weights_regularizer,
-                                   trainable=trainable, collections=weights_collections)
-        strides = [1, sh, sw, 1]
-        rate = _two(rate, "rate")
-        if num_outputs is not None:
-            pointwise = model_variable("pointwise_weights", shape=[1, 1, channels * depth_multiplier, num_outputs],
-                                       dtype=dtype, initializer=pointwise_initializer,
-                                       regularizer=weights_regularizer, trainable=trainable,
-                                       collections=weights_collections)
-            outputs = nn_separable_conv2d(inputs, depthwise, pointwise, strides, padding.upper(), rate=rate)
-        else:
-            outputs = depthwise_conv2d(inputs, depthwise, strides, padding.upper(), rate=rate)
-            num_outputs = depth_multiplier * channels
+                                   trainable=trainable,
+                                   collections=get_variable_collections(variables_collections, "weights"))
+        outputs = depthwise_conv2d(inputs, depthwise, [1, sh, sw, 1], padding.upper(), rate=_two(rate, "rate"))
         if normalizer_fn is None and biases_initializer is not None:
-            biases = model_variable("biases", shape=[num_outputs], dtype=dtype, initializer=biases_initializer,
-                                    regularizer=biases_regularizer, trainable=trainable,
+            biases = model_variable("biases", shape=[depth_multiplier * channels], dtype=dtype,
+                                    initializer=biases_initializer, regularizer=biases_regularizer,
+                                    trainable=trainable,
                                     collections=get_variable_collections(variables_collections, "biases"))
             outputs = bias_add(outputs, biases)
         return _finish(outputs, normalizer_fn, normalizer_params, activation_fn, outputs_collections, sc)
