@@ -36,6 +36,7 @@ DERIVED = {
     "array": "the handle (or the flow) of the chain's TensorArrayV3",
     "range": "the constant indices 0, ..., n - 1 of the array's rows",
     "dim": "dimension `axis` of input 0's shape (TF: Shape, then StridedSlice)",
+    "inN": "the dtype of input N, N the op's attribute (the first of a second list of inputs)",
 }
 
 TFOp = namedtuple("TFOp", "type attrs inputs derived ins own also note")
@@ -165,6 +166,8 @@ _MANIP = {
     "Pack":           tf("Pack",         attrs="axis", derived="N=n_ins T=in0"),
     "Unpack":         tf("Unpack",       attrs="num axis", derived="T=in0"),
     "GatherV2":       tf("GatherV2",     inputs="axis", derived="Tparams=in0 Tindices=in1 Taxis=int32"),
+    "StringGather":   tf("GatherV2",     inputs="axis", derived="Tparams=in0 Tindices=in1 Taxis=int32",
+                         note="GatherV2 of strings, which pygrad runs in Python"),
     "GatherV2Grad":   none("gradient helper of GatherV2: dy's rows added at the indices; TF: IndexedSlices, "
                            "then UnsortedSegmentSum"),
     "OneHot":         tf("OneHot",       attrs="axis dtype=T", inputs="depth on_value off_value", derived="TI=in0"),
@@ -451,6 +454,17 @@ _PARSING = {
                          own="names sparse_keys dense_keys ragged_keys", ins="serialized dense_defaults*",
                          note="tf.parse_single_example is ParseExampleV2 of a scalar, as TF 2's; the keys and "
                               "names, string inputs in TF, are attributes the parse reads"),
+    "ParseSequenceExampleV2": tf(
+        "ParseSequenceExampleV2",
+        attrs="context_sparse_types feature_list_dense_types feature_list_sparse_types context_dense_shapes "
+              "feature_list_dense_shapes",
+        derived="Tcontext_dense=ins1: debug_name=host context_sparse_keys=host context_dense_keys=host "
+                "context_ragged_keys=host feature_list_sparse_keys=host feature_list_dense_keys=host "
+                "feature_list_ragged_keys=host feature_list_dense_missing_assumed_empty=host",
+        own="names context_sparse_keys context_dense_keys feature_list_sparse_keys feature_list_dense_keys "
+            "feature_list_dense_missing_assumed_empty", ins="serialized context_dense_defaults*",
+        note="the keys, names and flags, string and bool inputs in TF, are attributes the parse reads; no ragged "
+             "features"),
     "DecodeRaw":      tf("DecodeRaw",    attrs="out_type little_endian"),
     "StringToNumber": tf("StringToNumber", attrs="out_type"),
     "DecodeCSV":      tf("DecodeCSV",    attrs="field_delim use_quote_delim na_value select_cols",
@@ -460,6 +474,65 @@ _PARSING = {
     "MatchingFiles":  tf("MatchingFiles"),
 }
 
+# ---------------------------------------------------------------- sparse_ops, sparse_math, sparse_embedding, string_split
+_SPARSE = {
+    "SparseToDense":  tf("SparseToDense", attrs="validate_indices", derived="T=in2 Tindices=in0"),
+    "SparseReorder":  tf("SparseReorder", derived="T=in1"),
+    "InvertPermutation": tf("InvertPermutation", derived="T=in0"),
+    "SparseReshape":  tf("SparseReshape"),
+    "SparseConcat":   tf("SparseConcat", attrs="concat_dim N", derived="T=inN", ins="indices* values* shapes*",
+                         note="inputs: N indices, then N values, then N shapes"),
+    "SparseAdd":      tf("SparseAdd",    derived="T=in1 Treal=in6"),
+    "SparseAddGrad":  tf("SparseAddGrad", derived="T=in0"),
+    "SparseTensorDenseAdd": tf("SparseTensorDenseAdd", derived="T=in1 Tindices=in0"),
+    "SparseTensorDenseMatMul": tf("SparseTensorDenseMatMul", attrs="adjoint_a adjoint_b", derived="T=in1 Tindices=in0"),
+    "SparseDenseCwiseMul": tf("SparseDenseCwiseMul", derived="T=in1"),
+    "SparseDenseCwiseDiv": tf("SparseDenseCwiseDiv", derived="T=in1"),
+    "SparseDenseGather": none("gradient helper of SparseDenseCwiseMul/Div: the dense element at each entry and its "
+                              "index; TF: Shape, FloorDiv, Slice, GatherNd"),
+    "SparseReduceSum": tf("SparseReduceSum", attrs="keep_dims", derived="T=in1"),
+    "SparseFillEmptyRows": tf("SparseFillEmptyRows", derived="T=in1"),
+    "SparseFillEmptyRowsGrad": tf("SparseFillEmptyRowsGrad", derived="T=in1"),
+    **{f"SparseSegment{k}": tf(f"SparseSegment{k}", derived="T=in0 Tidx=in1 Tsegmentids=in2")
+       for k in ("Sum", "Mean", "SqrtN")},
+    **{f"SparseSegment{k}WithNumSegments": tf(f"SparseSegment{k}WithNumSegments",
+                                              derived="T=in0 Tidx=in1 Tsegmentids=in2 Tnumsegments=in3")
+       for k in ("Sum", "Mean", "SqrtN")},
+    **{f"SparseSegment{k}Grad": tf(f"SparseSegment{k}Grad", derived="T=in0 Tidx=in1 Tsegmentids=in2")
+       for k in ("Sum", "Mean", "SqrtN")},
+    "AddSparseToTensorsMap": tf("AddSparseToTensorsMap", derived="T=in1 shared_name=host",
+                                ins="sparse_indices sparse_values sparse_shape -", own="tensors_map",
+                                note="the last input, whether to store (TF1's batch wraps the op in a cond on it)"),
+    "AddManySparseToTensorsMap": tf("AddManySparseToTensorsMap", derived="T=in1 shared_name=host",
+                                    ins="sparse_indices sparse_values sparse_shape -", own="tensors_map",
+                                    note="the last input, which rows to store"),
+    "TakeManySparseFromTensorsMap": tf("TakeManySparseFromTensorsMap", attrs="dtype", derived="shared_name=host",
+                                       own="rank tensors_map", note="rank: TF's is the output's static shape"),
+    "StringSplit":    tf("StringSplit",  attrs="skip_empty"),
+    "StringSplitV2":  tf("StringSplitV2", attrs="maxsplit"),
+}
+
+# ---------------------------------------------------------------- string_ops, string_hash
+_STRING = {
+    "AsString":       tf("AsString",     attrs="precision scientific shortest width fill", derived="T=in0"),
+    "StringJoin":     tf("StringJoin",   attrs="separator", derived="N=n_ins"),
+    "StringLength":   tf("StringLength", attrs="unit"),
+    "Substr":         tf("Substr",       attrs="unit", derived="T=in1"),
+    "StringStrip":    tf("StringStrip"),
+    "StringLower":    tf("StringLower",  attrs="encoding"),
+    "StringUpper":    tf("StringUpper",  attrs="encoding"),
+    "RegexReplace":   tf("RegexReplace", attrs="replace_global"),
+    "StaticRegexReplace": tf("StaticRegexReplace", attrs="pattern rewrite replace_global"),
+    "RegexFullMatch": tf("RegexFullMatch"),
+    "StaticRegexFullMatch": tf("StaticRegexFullMatch", attrs="pattern"),
+    "ReduceJoin":     tf("ReduceJoin",   attrs="keep_dims separator", inputs="axis=reduction_indices"),
+    "StringToHashBucketFast": tf("StringToHashBucketFast", attrs="num_buckets"),
+    "StringToHashBucketStrong": tf("StringToHashBucketStrong", attrs="num_buckets key"),
+    "StringToHashBucket": tf("StringToHashBucket", attrs="num_buckets"),
+    "Fingerprint":    tf("Fingerprint",  derived="T=in0"),
+    "StringFormat":   tf("StringFormat", attrs="template placeholder summarize", derived="T=ins"),
+}
+
 # ---------------------------------------------------------------- train
 _TRAIN = {
     "ClipByGlobalNorm": none("fused tf.clip_by_global_norm: the global norm and every clipped tensor in one op; "
@@ -467,5 +540,6 @@ _TRAIN = {
 }
 
 FAMILIES = (_ARRAY, _MATH, _REDUCTION, _MANIP, _SLICE, _SCATTER, _SEQUENCE, _CUMULATIVE, _TOPK, _NN, _ACTIVATION,
-            _CONV, _DEPTHWISE, _LINALG, _RANDOM, _STATE, _TRAINING, _CONTROL_FLOW, _SUMMARY, _HOST, _PARSING, _TRAIN)
+            _CONV, _DEPTHWISE, _LINALG, _RANDOM, _STATE, _TRAINING, _CONTROL_FLOW, _SUMMARY, _HOST, _PARSING, _SPARSE,
+            _STRING, _TRAIN)
 TABLE = {t: entry for family in FAMILIES for t, entry in family.items()}

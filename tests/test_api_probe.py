@@ -8,6 +8,11 @@ import pytest
 import pygrad as tf
 
 
+def _sparse_fed():
+    sp = tf.sparse_placeholder(tf.float32)
+    return run(tf.sparse_reduce_sum(sp, 0), {sp: ([[0, 0]], [3.0], [1, 2])}).tolist() == [3, 0]
+
+
 def run(fetch, feed=None):
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -188,6 +193,16 @@ def _print():
     return run(y) == 2.0
 
 
+def _strings():
+    text = tf.strings.upper(tf.strings.lower(tf.strings.strip(tf.strings.join(["a", "\u00e9 "]))))
+    return run(tf.strings.length(text, unit="UTF8_CHAR")) == 2 and run(tf.strings.regex_full_match("ab", "a.")) and \
+        run(tf.strings.substr("abc", 1, 1)) == b"b" and run(tf.strings.to_number("3")) == 3.0 and \
+        run(tf.strings.as_string(1.5, precision=1)) == b"1.5" and run(tf.strings.regex_replace("a", "a", "b")) == b"b" \
+        and run(tf.strings.reduce_join(["a", "b"])) == b"ab" and run(tf.strings.to_hash_bucket("a", 3)) < 3 and \
+        run(tf.strings.to_hash_bucket_strong("a", 3, [1, 2])) < 3 and run(tf.strings.format("{}", tf.constant([1, 2]))) \
+        == b"[1 2]"
+
+
 PROBES = {
     # tf.layers
     "layers.dense": _dense,
@@ -283,7 +298,26 @@ PROBES = {
     "matching_files / io.gfile": lambda: tf.io.gfile.exists(".") and tf.io.gfile.isdir(".")
     and run(tf.matching_files("*.toml")).tolist() == [b"pyproject.toml"] if tf.gfile.Exists("pyproject.toml")
     else run(tf.matching_files("no-such-*")).size == 0,
+    "as_string / string_join / substr / string_strip / regex_replace / reduce_join": lambda: run(tf.reduce_join(
+        tf.regex_replace(tf.substr(tf.string_strip(tf.string_join([tf.as_string([1, 2]), "xy "], " ")), 0, 3),
+                         "1", "one"), separator="|")) == b"one x|2 x",
+    "string_to_hash_bucket(_fast, _strong) / fingerprint": lambda: run(tf.string_to_hash_bucket_fast(["a"], 10))[0] ==
+    run(tf.strings.to_hash_bucket_fast("a", 10)) and 0 <= run(tf.string_to_hash_bucket_strong("a", 5, [1, 2])) < 5
+    and 0 <= run(tf.string_to_hash_bucket("a", 5)) < 5 and run(tf.fingerprint(["a"])).shape == (1, 8),
+    "strings (join, length, substr, strip, lower, upper, regex_full_match, to_number, to_hash_bucket, format)":
+    _strings,
     "FIFOQueue (enqueue_many, close, dequeue_up_to)": _queue,
+    "SparseTensor / sparse_placeholder / sparse_tensor_to_dense / sparse.reduce_sum": lambda: run(
+        tf.sparse.to_dense(tf.SparseTensor([[0, 1], [1, 0]], [1.0, 2.0], [2, 2]))).tolist() == [[0, 1], [2, 0]] and
+    _sparse_fed(),
+    "sparse_to_dense / string_split / VarLenFeature": lambda: run(tf.sparse_to_dense([1], [3], 5)).tolist() == [
+        0, 5, 0] and run(tf.string_split(["a b"])).values.tolist() == [b"a", b"b"] and run(tf.parse_example(
+            tf.constant([b""]), {"v": tf.VarLenFeature(tf.int64)})["v"]).dense_shape.tolist() == [1, 0],
+    "nn.embedding_lookup_sparse / sparse_tensor_dense_matmul": lambda: run(tf.nn.embedding_lookup_sparse(
+        tf.constant(np.eye(3, dtype=np.float32)), tf.SparseTensor([[0, 0], [0, 1]], tf.constant([1, 2], tf.int64),
+                                                                  [1, 2]), None, combiner="sum")).tolist() == [
+        [0, 1, 1]] and run(tf.sparse_tensor_dense_matmul(tf.SparseTensor([[0, 1]], [2.0], [1, 2]),
+                                                          np.ones((2, 1), np.float32))).tolist() == [[2]],
     "train.string_input_producer + TextLineReader + train.batch": _text_line_batch,
     "train.shuffle_batch + range_input_producer": _shuffle_batch,
     # the surface around the graph
