@@ -185,6 +185,7 @@ from pygrad.ops.linalg_ops import einsum, matrix_determinant, matrix_inverse, te
 from pygrad.ops.scatter_ops import (boolean_mask, gather_nd, scatter_add, scatter_nd, scatter_sub,  # noqa: E402
                                     scatter_update, segment_sum, unique, unsorted_segment_sum)
 from pygrad.ops.random_ops import multinomial, random_shuffle  # noqa: E402
+from pygrad.ops.topk_ops import argsort, sort  # noqa: F401
 # TF1's queues and readers (the input pipelines of tf.train's queue runners).
 from pygrad.ops.queue_ops import (FIFOQueue, PaddingFIFOQueue, PriorityQueue, QueueBase,  # noqa: E402,F401
                                   RandomShuffleQueue, count_up_to)

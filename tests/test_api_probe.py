@@ -176,6 +176,18 @@ def _tfrecord_pipeline():
             run(ds.make_one_shot_iterator().get_next()).tolist() == [[3, 4]]
 
 
+def _slim_model():
+    slim = tf.contrib.slim
+    with slim.arg_scope([slim.conv2d, slim.fully_connected], normalizer_fn=slim.batch_norm,
+                        weights_regularizer=slim.l2_regularizer(0.1)):
+        net = slim.max_pool2d(slim.conv2d(tf.constant(IMG), 4, [3, 3], scope="conv1"), [2, 2])
+        logits = slim.fully_connected(slim.flatten(net), 2, activation_fn=None, normalizer_fn=None)
+    loss = slim.losses.softmax_cross_entropy(logits, tf.one_hot([0, 1], 2))
+    names = [v.op.name for v in slim.get_model_variables()]
+    return run(slim.losses.get_total_loss()) > 0 and names[:2] == ["conv1/weights", "conv1/BatchNorm/beta"] and \
+        loss is not None and len(slim.get_variables_to_restore(exclude=["fully_connected"])) == 4
+
+
 def _print():
     y = tf.Print(tf.constant(2.0), [tf.constant(7)], "v")
     return run(y) == 2.0
@@ -202,6 +214,13 @@ PROBES = {
     "layers.flatten": lambda: run(tf.layers.flatten(tf.constant(X4))).shape == (2, 12),
     "layers.batch_normalization": _batch_norm,
     "contrib.layers.l2_regularizer": lambda: run(tf.contrib.layers.l2_regularizer(0.5)(tf.constant([1., 2.]))) == 1.25,
+    "layers.separable_conv2d": lambda: run(tf.layers.separable_conv2d(tf.constant(IMG), 4, 3)).shape == (2, 4, 4, 4),
+    "contrib.slim (arg_scope, conv2d, batch_norm, max_pool2d, flatten, fully_connected, losses)": _slim_model,
+    "contrib.layers.layer_norm": lambda: abs(run(tf.reduce_mean(tf.contrib.layers.layer_norm(tf.constant(X4))))) < 1e-6,
+    "contrib.framework.arg_scope": lambda: tf.contrib.framework.arg_scoped_arguments(tf.contrib.layers.flatten)
+    == ("outputs_collections", "scope"),
+    "sort / argsort": lambda: list(run(tf.sort(tf.constant([3., 1., 2.])))) == [1, 2, 3] and
+    list(run(tf.argsort(tf.constant([3., 1., 2.]), direction="DESCENDING"))) == [0, 2, 1],
     # tf.nn and math
     "nn.sigmoid_cross_entropy_with_logits": lambda: run(tf.nn.sigmoid_cross_entropy_with_logits(
         labels=tf.constant([1.0]), logits=tf.constant([0.0])))[0] == pytest.approx(np.log(2)),
