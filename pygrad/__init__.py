@@ -152,6 +152,9 @@ from pygrad.ops.sparse_ops import (invert_permutation, sparse_add, sparse_concat
                                    sparse_to_dense, sparse_to_indicator)
 from pygrad.ops.sparse_ops import from_dense as sparse_from_dense  # noqa: E402,F401
 from pygrad.ops.string_split import string_split  # noqa: E402,F401
+# Lookup tables (tf.lookup, tf.contrib.lookup)
+from pygrad import lookup  # noqa: E402,F401
+from pygrad.ops.lookup_ops import tables_initializer  # noqa: E402,F401
 from pygrad.ops.sparse_math import (sparse_fill_empty_rows, sparse_reduce_sum,  # noqa: E402,F401
                                     sparse_tensor_dense_matmul)
 from pygrad.ops.sparse_embedding import (sparse_segment_mean, sparse_segment_sqrt_n,  # noqa: E402,F401

@@ -26,6 +26,7 @@ class GraphKeys:
     LOCAL_INIT_OP = "local_init_op"
     SUMMARY_OP = "summary_op"
     SAVERS = "savers"
+    TABLE_INITIALIZERS = "table_initializer"
     ACTIVATIONS = "activations"
     WEIGHTS = "weights"
     BIASES = "biases"

@@ -8,6 +8,13 @@ import pytest
 import pygrad as tf
 
 
+def _table_lookup():
+    table = tf.contrib.lookup.index_table_from_tensor(["a", "b"], num_oov_buckets=1)
+    with tf.Session() as sess:
+        sess.run(tf.tables_initializer())
+        return sess.run(table.lookup(tf.constant(["b", "zz", "a"]))).tolist()
+
+
 def _sparse_fed():
     sp = tf.sparse_placeholder(tf.float32)
     return run(tf.sparse_reduce_sum(sp, 0), {sp: ([[0, 0]], [3.0], [1, 2])}).tolist() == [3, 0]
@@ -313,6 +320,7 @@ PROBES = {
     "sparse_to_dense / string_split / VarLenFeature": lambda: run(tf.sparse_to_dense([1], [3], 5)).tolist() == [
         0, 5, 0] and run(tf.string_split(["a b"])).values.tolist() == [b"a", b"b"] and run(tf.parse_example(
             tf.constant([b""]), {"v": tf.VarLenFeature(tf.int64)})["v"]).dense_shape.tolist() == [1, 0],
+    "contrib.lookup.index_table_from_tensor / tables_initializer": lambda: _table_lookup() == [1, 2, 0],
     "nn.embedding_lookup_sparse / sparse_tensor_dense_matmul": lambda: run(tf.nn.embedding_lookup_sparse(
         tf.constant(np.eye(3, dtype=np.float32)), tf.SparseTensor([[0, 0], [0, 1]], tf.constant([1, 2], tf.int64),
                                                                   [1, 2]), None, combiner="sum")).tolist() == [
