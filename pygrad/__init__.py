@@ -152,6 +152,7 @@ from pygrad.ops.sparse_ops import (invert_permutation, sparse_add, sparse_concat
                                    sparse_to_dense, sparse_to_indicator)
 from pygrad.ops.sparse_ops import from_dense as sparse_from_dense  # noqa: E402,F401
 from pygrad.ops.string_split import string_split  # noqa: E402,F401
+from pygrad.ops.sparse_cross import sparse_cross, sparse_cross_hashed  # noqa: E402,F401
 # Lookup tables (tf.lookup, tf.contrib.lookup)
 from pygrad import lookup  # noqa: E402,F401
 from pygrad.ops.lookup_ops import tables_initializer  # noqa: E402,F401

@@ -48,7 +48,8 @@ NAMESPACES = {
                "to_indicator": "sparse_to_indicator", "merge": "sparse_merge", "from_dense": "sparse_from_dense",
                "matmul": "sparse_tensor_dense_matmul", "sparse_dense_matmul": "sparse_tensor_dense_matmul",
                "segment_sum": "sparse_segment_sum", "segment_mean": "sparse_segment_mean",
-               "segment_sqrt_n": "sparse_segment_sqrt_n"},
+               "segment_sqrt_n": "sparse_segment_sqrt_n", "cross": "sparse_cross",
+               "cross_hashed": "sparse_cross_hashed"},
 }
 
 

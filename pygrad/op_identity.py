@@ -85,6 +85,7 @@ _ARRAY = {
 
 # ---------------------------------------------------------------- math_ops
 _MATH = {
+    "Bucketize":      tf("Bucketize",    attrs="boundaries", derived="T=in0"),
     "Neg":            tf("Neg",          derived="T=in0"),
     "Abs":            tf("Abs",          derived="T=in0"),
     "Square":         tf("Square",       derived="T=in0"),
@@ -522,6 +523,9 @@ _SPARSE = {
                             ins="keys default_value", own="table"),
     "LookupTableSizeV2": tf("LookupTableSizeV2", derived="table_handle=host", own="table"),
     "StringSplitV2":  tf("StringSplitV2", attrs="maxsplit"),
+    "SparseCross":    tf("SparseCross",  attrs="N hashed_output num_buckets hash_key sparse_types dense_types "
+                                               "out_type internal_type", ins="indices* values* shapes* dense_inputs*",
+                         note="inputs: N indices, then N values, then N shapes, then the dense inputs"),
 }
 
 # ---------------------------------------------------------------- string_ops, string_hash

@@ -1,10 +1,12 @@
 """Arithmetic, comparisons and matmul, each op's shape rule and gradient together; and the
 operators of Tensor and Variable (`a + b` builds Add), installed here as TF1's math_ops does."""
+import numpy as np
+
 from pygrad import dtypes
 from pygrad.graph import override_operator
 from pygrad.ops.array_ops import cast, convert_n_same_dtype, convert_to_tensor, ones_like, zeros_like
 from pygrad.ops.manip_ops import Select
-from pygrad.registry import CUSTOM, OpDef, Spec, fail, fail_dtype
+from pygrad.registry import BETWEEN, CUSTOM, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape, broadcast_shape
 
 FLOATS = (dtypes.float32, dtypes.float64)
@@ -391,6 +393,35 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
         return cast(MatMul(cast(a, dtypes.float32), cast(b, dtypes.float32), name=name or "MatMul", **attrs),
                     dtypes.float16)
     return MatMul(a, b, name=name or "MatMul", **attrs)
+
+
+# ---------------------------------------------------------------- bucketize
+# TF's Bucketize (bucketize_op.cc): each value's bucket, the number of boundaries <= it
+# (std::upper_bound over the float boundaries; a value compares as float, a double as double).
+# No native kernel: a host op (see host.py), of stage BETWEEN.
+Bucketize = OpDef("Bucketize", host=BETWEEN, differentiable=False)
+
+
+@Bucketize.shape
+def _(input, *, boundaries):
+    check_dtype(input, NUMBERS, "input")
+    if any(b >= c for b, c in zip(boundaries, boundaries[1:])):
+        fail(f"Expected sorted boundaries, got {list(boundaries)}")
+    return Spec(dtypes.int32, input.shape)
+
+
+@Bucketize.host
+def _(ctx, op, values):
+    x = np.asarray(values[0])
+    bounds = np.asarray(op.attrs["boundaries"], np.float32)
+    if x.dtype == np.float64:
+        return [np.searchsorted(bounds.astype(np.float64), x, side="right").astype(np.int32)]
+    return [np.searchsorted(bounds, x.astype(np.float32), side="right").astype(np.int32)]
+
+
+def bucketize(input, boundaries, name=None):
+    """Each value's bucket in [0, len(boundaries)]: how many boundaries are <= it (TF's Bucketize)."""
+    return Bucketize(convert_to_tensor(input), boundaries=[float(b) for b in boundaries], name=name or "Bucketize")
 
 
 # ---------------------------------------------------------------- operators of Tensor and Variable

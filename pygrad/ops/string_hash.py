@@ -145,6 +145,17 @@ def fingerprint64(s):
                        (_hash_len16(v[1], w[1], mul) + x) & M64, mul)
 
 
+def fingerprint_cat64(fp1, fp2):
+    """tensorflow/core/platform/fingerprint.h's FingerprintCat64: two fingerprints (unsigned 64-bit)
+    combined into one; not commutative (SparseCross chains it over a cross's features)."""
+    mul = 0xc6a4a7935bd1e995
+    result = fp1 ^ mul
+    result ^= (_shift_mix((fp2 * mul) & M64) * mul) & M64
+    result = (result * mul) & M64
+    result = (_shift_mix(result) * mul) & M64
+    return _shift_mix(result)
+
+
 # ---------------------------------------------------------------- SipHash-2-4
 def _sip_round(v0, v1, v2, v3):
     v0 = (v0 + v1) & M64
