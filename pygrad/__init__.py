@@ -172,6 +172,9 @@ from pygrad.ops.summary_ops import (audio_summary, histogram_summary, image_summ
 train.SummaryWriter = summary.FileWriter
 train.summary_iterator = summary.summary_iterator
 
+# tf.feature_column (input_layer, linear_model and the columns)
+from pygrad import feature_column  # noqa: E402,F401
+
 # ---- control flow: cond, case, while_loop, TensorArray, map_fn, scan
 from pygrad.ops.control_flow_ops import case, cond, while_loop  # noqa: E402,F401
 from pygrad.ops.identity_n import identity_n  # noqa: E402,F401

@@ -196,6 +196,8 @@ _SLICE = {
 # ---------------------------------------------------------------- scatter_ops
 _SCATTER = {
     "GatherNd":       tf("GatherNd",     derived="Tparams=in0 Tindices=in1"),
+    "StringGatherNd": tf("GatherNd",     derived="Tparams=in0 Tindices=in1",
+                         note="GatherNd of a string tensor, which pygrad holds in Python"),
     "ScatterNdLike":  tf("ScatterNd",    derived="T=in0 Tindices=in1", ins="updates indices shape:shape"),
     "ScatterNd":      tf("ScatterNd",    inputs="shape", derived="T=in0 Tindices=in1", ins="updates indices"),
     "SegmentSum":     tf("SegmentSum",   derived="T=in0 Tindices=in1",

@@ -11,7 +11,7 @@ from pygrad.ops.array_ops import (constant, constant_value, convert_for_op, conv
 from pygrad.ops.dynamic_shape_ops import computed_unique, unique_values, where_true
 from pygrad.ops.manip_ops import gather
 from pygrad.ops.state_ops import _ref
-from pygrad.registry import OpDef, Spec, fail, fail_dtype
+from pygrad.registry import BETWEEN, HostError, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape
 
 INDEX_DTYPES = (dtypes.int32, dtypes.int64)
@@ -83,7 +83,28 @@ def gather_nd(params, indices, name=None, batch_dims=0):
     params = convert_to_tensor(params)
     with params.graph.as_default():
         indices = convert_to_tensor(indices)
+    if params.dtype == dtypes.string:  # strings live in Python: a host op
+        return StringGatherNd(params, indices, name=name or "GatherNd")
     return GatherNd(params, indices, name=name or "GatherNd")
+
+
+# GatherNd of string tensors, which pygrad holds in Python: NumPy indexing, run between plans (host.py).
+StringGatherNd = OpDef("StringGatherNd", host=BETWEEN, differentiable=False)
+StringGatherNd.shape(GatherNd.shape_fn)
+
+
+@StringGatherNd.host
+def _(ctx, op, values):
+    params, indices = np.asarray(values[0], object), np.asarray(values[1], np.int64)
+    k = indices.shape[-1]
+    flat = indices.reshape(-1, k)
+    bad = np.flatnonzero(((flat < 0) | (flat >= params.shape[:k])).any(1))
+    if bad.size:
+        i = int(bad[0])
+        raise HostError(f"indices[{i}] = [{', '.join(str(int(v)) for v in flat[i])}] does not index into param shape "
+                        f"[{', '.join(str(d) for d in params.shape)}]")
+    out = params[tuple(flat.T)] if k else np.broadcast_to(params, (len(flat),) + params.shape)
+    return [out.reshape(indices.shape[:-1] + params.shape[k:])]
 
 
 ScatterNd = OpDef("ScatterNd", kernel="scatter_nd")
