@@ -38,7 +38,7 @@ def run_case(m, case, features, values=None, seed=0):
             else:  # TF's side: zero-initialized weights (a linear model's) get random values, to show in the output
                 for v in variables:
                     if not s.run(v).any():
-                        v.load(rng.standard_normal(v.shape.as_list()).astype(np.float32), s)
+                        v.load(np.random.default_rng(1).standard_normal(v.shape.as_list()).astype(np.float32), s)
             got = s.run(out, feed)
             feed = {**feed, w: rng.standard_normal(got.shape).astype(np.float32)}
             outs = [got] + [dense(g, v.shape.as_list()) for g, v in zip(s.run(grads, feed), trainable)]
