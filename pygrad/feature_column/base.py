@@ -15,10 +15,11 @@ from pygrad import dtypes
 from pygrad.graph import get_default_graph
 from pygrad.ops.array_ops import cast, constant, expand_dims, reshape, shape as shape_of
 from pygrad.ops.dynamic_shape_ops import where_true
-from pygrad.ops.manip_ops import concat
+from pygrad.ops.manip_ops import concat, gather
 from pygrad.ops.math_ops import greater, maximum, not_equal, subtract
 from pygrad.ops.reduction_ops import fill
 from pygrad.ops.scatter_ops import gather_nd
+from pygrad.ops.sequence_ops import range as range_
 from pygrad.ops.sparse_ops import sparse_reshape
 from pygrad.ops.string_ops import length as string_length
 from pygrad.ops.sparse_tensor import SparseTensor, convert_to_tensor_or_sparse_tensor, is_sparse
@@ -105,6 +106,8 @@ class _LazyBuilder:
             if rank == 1:
                 return sparse_reshape(t, rows_by(t.dense_shape, 1))
             return sparse_reshape(t, _at_least_2d(t.dense_shape))
+        if t.dtype == dtypes.string and rank == 1:  # strings live in Python: expanded by the gather that takes them
+            return gather(t, reshape(range_(0, shape_of(t)[0]), [-1, 1]))
         return expand_dims(t, -1) if rank == 1 else reshape(t, _at_least_2d(shape_of(t)))
 
 

@@ -100,12 +100,20 @@ def linear_model(features, feature_columns, units=1, sparse_combiner="sum", weig
         raise ValueError(f"linear_model: sparse_combiner must be one of 'sum', 'mean', 'sqrtn', got "
                          f"{sparse_combiner!r}")
     weight_collections = _collections(weight_collections)
-    with variable_scope(None, default_name="linear_model"):
+    # As TF's _LinearModel: its name and its columns' scope names are made unique where it is
+    # called (a second model's column "n" is "linear_model_1/n_1"), then entered by those names.
+    with variable_scope(None, default_name="linear_model") as vs:
+        model_name = vs.name.rsplit("/", 1)[-1]
+    ordered = sorted(feature_columns, key=lambda c: c.name)
+    scope_names = []
+    for column in ordered:
+        with variable_scope(None, default_name=column._var_scope_name) as vs:
+            scope_names.append(vs.name.rsplit("/", 1)[-1])
+    with variable_scope(model_name):
         builder = _LazyBuilder(features)
-        sums, ordered = [], []
-        for column in sorted(feature_columns, key=lambda c: c.name):
-            ordered.append(column)
-            with variable_scope(None, default_name=column._var_scope_name):
+        sums = []
+        for column, scope_name in zip(ordered, scope_names):
+            with variable_scope(scope_name):
                 sums.append(_weighted_sum(column, builder, units, sparse_combiner, weight_collections, trainable))
                 if cols_to_vars is not None:
                     cols_to_vars[column] = _scope_vars(get_variable_scope().name)
