@@ -20,6 +20,23 @@ def _sparse_fed():
     return run(tf.sparse_reduce_sum(sp, 0), {sp: ([[0, 0]], [3.0], [1, 2])}).tolist() == [3, 0]
 
 
+def _feature_columns():
+    fc = tf.feature_column
+    n = fc.categorical_column_with_identity("n", 4)
+    words = fc.categorical_column_with_vocabulary_list("w", ["a", "b"], num_oov_buckets=1)
+    vocab = fc.categorical_column_with_vocabulary_file("w", "pyproject.toml", vocabulary_size=3)
+    columns = [fc.numeric_column("x"), fc.bucketized_column(fc.numeric_column("x"), [0.0]),
+               fc.embedding_column(fc.categorical_column_with_hash_bucket("w", 5), 2), fc.indicator_column(words),
+               fc.indicator_column(fc.crossed_column(["w", n], 3)), fc.indicator_column(
+                   fc.weighted_categorical_column(n, "nw"))] + fc.shared_embedding_columns([n, words], 2)
+    feats = {"x": tf.constant([[1.0], [-1.0]]), "w": tf.constant([["a"], ["c"]]), "n": tf.constant([[1], [3]]),
+             "nw": tf.constant([[2.0], [1.0]])}
+    spec = fc.make_parse_example_spec(columns + [vocab])
+    out = run([fc.input_layer(feats, columns), fc.linear_model(feats, [n, words])])
+    return out[0].shape == (2, 1 + 2 + 2 + 3 + 3 + 4 + 2 + 2) and out[1].shape == (2, 1) and sorted(spec) == [
+        "n", "nw", "w", "x"]
+
+
 def run(fetch, feed=None):
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -321,6 +338,11 @@ PROBES = {
         0, 5, 0] and run(tf.string_split(["a b"])).values.tolist() == [b"a", b"b"] and run(tf.parse_example(
             tf.constant([b""]), {"v": tf.VarLenFeature(tf.int64)})["v"]).dense_shape.tolist() == [1, 0],
     "contrib.lookup.index_table_from_tensor / tables_initializer": lambda: _table_lookup() == [1, 2, 0],
+    "sparse.cross / sparse.cross_hashed": lambda: run(tf.sparse.cross([tf.constant([["a"]]), tf.constant([[2]])])
+                                                       ).values.tolist() == [b"a_X_2"] and 0 <= run(
+        tf.sparse.cross_hashed([tf.constant([["a"]]), tf.constant([["b"]])], 5)).values[0] < 5,
+    "feature_column (numeric, bucketized, categorical_*, crossed, embedding, shared_embedding, indicator, weighted; "
+    "input_layer, linear_model, make_parse_example_spec)": _feature_columns,
     "nn.embedding_lookup_sparse / sparse_tensor_dense_matmul": lambda: run(tf.nn.embedding_lookup_sparse(
         tf.constant(np.eye(3, dtype=np.float32)), tf.SparseTensor([[0, 0], [0, 1]], tf.constant([1, 2], tf.int64),
                                                                   [1, 2]), None, combiner="sum")).tolist() == [

@@ -86,7 +86,7 @@ def test_embedding_columns(tf_peer, combiner):
         fc, ids = m.feature_column, _ids(m)
         return fc.input_layer(f, [
             fc.embedding_column(ids["hash_sparse_strings"], 3, combiner=combiner),
-            fc.embedding_column(ids["vocab_strings"], 2, combiner=combiner, max_norm=0.5),
+            fc.embedding_column(ids["vocab_strings"], 2, combiner=combiner, max_norm=0.5, trainable=False),
             fc.embedding_column(ids["weighted"], 4, combiner=combiner),
             fc.embedding_column(ids["cross_mixed"], 2, combiner=combiner,
                                 initializer=m.random_uniform_initializer(-1, 1))])

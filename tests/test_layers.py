@@ -25,7 +25,7 @@ LAYERS = [
              "pygrad.contrib", "pygrad.contrib.*", "pygrad.rnn", "pygrad.rnn.*", "pygrad.linalg", "pygrad.math", "pygrad.strings", "pygrad.lookup", "pygrad.image",
              "pygrad.random", "pygrad.importer", "pygrad.import_ops", "pygrad.import_control_flow", "pygrad.examples",
              "pygrad.examples.*", "pygrad.meta_graph", "pygrad.graph_util", "pygrad.saved_model",
-             "pygrad.saved_model.*"]),
+             "pygrad.saved_model.*", "pygrad.feature_column", "pygrad.feature_column.*"]),
     ("surface", ["pygrad"]),
     # Above the surface: the parameter server runs user code written on `import pygrad as tf`.
     ("distributed", ["pygrad.distributed", "pygrad.distributed.*"]),

@@ -21,8 +21,8 @@ from pygrad.ops.reduction_ops import fill
 from pygrad.ops.scatter_ops import gather_nd
 from pygrad.ops.sequence_ops import range as range_
 from pygrad.ops.sparse_ops import sparse_reshape
-from pygrad.ops.string_ops import length as string_length
 from pygrad.ops.sparse_tensor import SparseTensor, convert_to_tensor_or_sparse_tensor, is_sparse
+from pygrad.ops.string_ops import length as string_length
 from pygrad.shapes import TensorShape
 
 
