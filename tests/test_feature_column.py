@@ -162,18 +162,21 @@ def test_sparse_and_rank_one_inputs(tf_peer):
 
 
 def test_fed_sparse_and_string_features(tf_peer):
-    """Features fed at run time (a sparse placeholder, a string placeholder of unknown batch)."""
+    """Features fed at run time: SparseTensors and dense tensors of unknown rank (a rank-1 one is
+    [batch, 1]), a string placeholder of unknown batch."""
     def features(m):
-        sp = m.sparse_placeholder(m.string, shape=[None, None])
-        words = m.placeholder(m.string, [None, 2])
+        sp, sp1 = m.sparse_placeholder(m.string), m.sparse_placeholder(m.int64)
+        words, price = m.placeholder(m.string, [None, 2]), m.placeholder(m.float32)
         feed = {sp: m.SparseTensorValue([[0, 0], [1, 0], [1, 1]], [b"paris", b"oslo", b"rome"], [3, 2]),
-                words: FEATS["word"][:3]}
-        return {"city": sp, "word": words}, feed
+                sp1: m.SparseTensorValue([[0], [2]], [3, 1], [3]), words: FEATS["word"][:3], price: [0.5, 1.0, 2.0]}
+        return {"city": sp, "n": sp1, "word": words, "price": price}, feed
 
     def case(m, f):
         fc = m.feature_column
-        return fc.linear_model(f, [fc.categorical_column_with_hash_bucket("city", 10),
-                                   fc.crossed_column(["city", "word"], 9), _ids(m)["vocab_strings"]], units=2)
+        ids = [fc.categorical_column_with_hash_bucket("city", 10), fc.crossed_column(["city", "word"], 9),
+               _ids(m)["vocab_strings"], _ids(m)["identity"]]
+        return m.concat([fc.linear_model(f, ids + [fc.numeric_column("price")], units=2), fc.input_layer(
+            f, [fc.embedding_column(ids[0], 2), fc.indicator_column(ids[3]), fc.numeric_column("price")])], 1)
     compare(tf_peer, case, features)
 
 

@@ -15,9 +15,9 @@ from pygrad import dtypes
 from pygrad.graph import get_default_graph
 from pygrad.ops.array_ops import cast, constant, expand_dims, reshape, shape as shape_of
 from pygrad.ops.dynamic_shape_ops import where_true
-from pygrad.ops.manip_ops import concat, gather
-from pygrad.ops.math_ops import greater, maximum, not_equal, subtract
-from pygrad.ops.reduction_ops import fill
+from pygrad.ops.manip_ops import gather, stack
+from pygrad.ops.math_ops import greater, not_equal
+from pygrad.ops.reduction_ops import reduce_prod
 from pygrad.ops.scatter_ops import gather_nd
 from pygrad.ops.sequence_ops import range as range_
 from pygrad.ops.sparse_ops import sparse_reshape
@@ -105,22 +105,23 @@ class _LazyBuilder:
         if is_sparse(t):
             if rank == 1:
                 return sparse_reshape(t, rows_by(t.dense_shape, 1))
-            return sparse_reshape(t, _at_least_2d(t.dense_shape))
+            # Of unknown rank (TF: a cond on the rank): as [batch, n], which every column reads alike
+            return sparse_reshape(t, _batch_by_rest(t.dense_shape))
         if t.dtype == dtypes.string and rank == 1:  # strings live in Python: expanded by the gather that takes them
             return gather(t, reshape(range_(0, shape_of(t)[0]), [-1, 1]))
-        return expand_dims(t, -1) if rank == 1 else reshape(t, _at_least_2d(shape_of(t)))
+        # Of unknown rank, a dense feature stays as it is: input_layer and linear_model flatten a
+        # column's tensor to [-1, n], and a categorical column asks for a known rank.
+        return expand_dims(t, -1) if rank == 1 else t
 
 
 def rows_by(dense_shape, width):
     """The int64 shape [dense_shape[0], width] (width an int, -1 to infer)."""
-    return concat([dense_shape[:1], constant([width], dense_shape.dtype)], 0)
+    return stack([dense_shape[0], constant(width, dense_shape.dtype)])
 
 
-def _at_least_2d(dense_shape):
-    """A shape of unknown length padded with 1s to length 2: [n] becomes [n, 1], longer ones stay."""
-    n = shape_of(dense_shape)
-    pad = maximum(subtract(2, n), 0)
-    return concat([dense_shape, cast(fill(pad, 1), dense_shape.dtype)], 0)
+def _batch_by_rest(shape):
+    """[shape[0], the product of the rest]: a shape of length 1 gets a trailing 1."""
+    return stack([shape[0], reduce_prod(shape[1:])])
 
 
 def to_sparse_input_and_drop_ignore_values(input_tensor, ignore_value=None):

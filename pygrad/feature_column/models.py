@@ -29,7 +29,7 @@ def _collections(weight_collections):
 
 def _flat_rows(tensor, num_elements):
     """tensor as [batch, num_elements] (TF's reshape to (shape(tensor)[0], num_elements))."""
-    out = reshape(tensor, rows_by(shape_of(tensor), num_elements))
+    out = reshape(tensor, [shape_of(tensor)[0] if tensor.shape.ndims else -1, num_elements])
     out.set_shape([tensor.shape.dims[0] if tensor.shape.ndims else None, num_elements])
     return out
 
