@@ -160,6 +160,12 @@ from pygrad.ops.sparse_embedding import (sparse_segment_mean, sparse_segment_sqr
 
 # tf.layers, tf.losses, tf.contrib (layers, rnn)
 from pygrad import contrib, layers, losses  # noqa: E402,F401
+# tf.metrics (streaming metrics), and the checks and confusion matrix they build on
+from pygrad import metrics  # noqa: E402,F401
+from pygrad.ops.check_ops import (Assert, assert_equal, assert_greater, assert_greater_equal,  # noqa: E402,F401
+                                  assert_less, assert_less_equal, assert_non_negative, assert_positive, assert_type)
+from pygrad.ops.confusion_matrix import confusion_matrix  # noqa: E402,F401
+from pygrad.ops.math_ops import div_no_nan  # noqa: E402,F401
 
 # TensorBoard summaries and event files (tf.summary), with the names used before TF 0.12
 from pygrad import summary  # noqa: E402

@@ -24,9 +24,9 @@ def remove_squeezable_dimensions(labels, predictions, expected_rank_diff=0, name
         if p.ndims is None or lb.ndims is None:
             return labels, predictions
         rank_diff = p.ndims - lb.ndims
-        if rank_diff == expected_rank_diff + 1 and p.dims[-1].is_compatible_with(1):
+        if rank_diff == expected_rank_diff + 1 and p.as_list()[-1] in (None, 1):
             predictions = squeeze(predictions, [-1])
-        elif rank_diff == expected_rank_diff - 1 and lb.dims[-1].is_compatible_with(1):
+        elif rank_diff == expected_rank_diff - 1 and lb.as_list()[-1] in (None, 1):
             labels = squeeze(labels, [-1])
         return labels, predictions
 

@@ -272,18 +272,17 @@ realdiv = _real_div
 
 
 def div_no_nan(x, y, name=None):
-    """x / y, or 0 where y is 0 (TF's DivNoNan, for floats). y is replaced by 1 where it is 0 before
-    dividing, so the gradient is finite too (TF's: div_no_nan of the incoming gradient)."""
+    """x / y, or 0 where y is 0 (TF's DivNoNan, for floats), its result named `name`. y is replaced
+    by 1 where it is 0 before dividing, so the gradient is finite too (TF's: div_no_nan of the
+    incoming gradient)."""
     x, y = convert_n_same_dtype([x, y], "DivNoNan")
     if not x.dtype.is_floating:
         raise build_error("DivNoNan", name, f"x and y must be floats, got {x.dtype.name}", TypeError)
-    with x.graph.name_scope(name or "div_no_nan"):
-        if x.shape.as_list() != y.shape.as_list() if x.shape.ndims is not None and y.shape.ndims is not None else True:
-            x, y = x + zeros_like(y), y + zeros_like(x)  # both in the broadcast shape
-        zero = equal(y, 0.0)
-        safe = Select(zero, ones_like(y), y)
-        q = _real_div(x, safe)
-        return Select(zero, zeros_like(q), q, name="value")
+    if x.shape.ndims is None or y.shape.ndims is None or x.shape.as_list() != y.shape.as_list():
+        x, y = x + zeros_like(y), y + zeros_like(x)  # both in the broadcast shape
+    zero = equal(y, 0.0)
+    q = _real_div(x, Select(zero, ones_like(y), y))
+    return Select(zero, zeros_like(q), q, name=name or "div_no_nan")
 
 
 def pow(x, y, name=None):  # noqa: A001
