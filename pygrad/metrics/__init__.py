@@ -2,7 +2,7 @@
 to the metric's local variables and gives the metric after it; value reads the variables."""
 from pygrad.metrics.at_k import (average_precision_at_k, precision_at_k, precision_at_top_k,  # noqa: F401
                                  recall_at_k, recall_at_top_k, sparse_average_precision_at_k,
-                                 sparse_precision_at_k, sparse_recall_at_k)
+                                 sparse_precision_at_k)
 from pygrad.metrics.classification import (auc, false_negatives, false_negatives_at_thresholds,  # noqa: F401
                                            false_positives, false_positives_at_thresholds, precision,
                                            precision_at_thresholds, recall, recall_at_thresholds,

@@ -1,6 +1,6 @@
 """Metrics over the top k predictions (TF's metrics_impl.py): precision_at_k, recall_at_k, their
-_at_top_k forms (given the top-k indices), sparse_precision_at_k, sparse_recall_at_k and
-average_precision_at_k.
+_at_top_k forms (given the top-k indices), average_precision_at_k, and TF1's older names
+sparse_precision_at_k and sparse_average_precision_at_k.
 
 TF counts with set operations on each example's set of predicted ids and set of labels: true
 positives |predicted ∩ labels|, false positives |predicted - labels|, false negatives |labels -
@@ -145,7 +145,6 @@ def recall_at_k(labels, predictions, k, class_id=None, weights=None, metrics_col
 
 
 sparse_precision_at_k = precision_at_k
-sparse_recall_at_k = recall_at_k
 
 
 def _average_precision(labels, predictions_idx, metric):
@@ -187,7 +186,9 @@ def average_precision_at_k(labels, predictions, k, weights=None, metrics_collect
         if weights is not None:
             weights = broadcast_weights(cast(weights, dtypes.float64), average_precision)
             average_precision = math_ops.multiply(average_precision, weights)
-        with graph.name_scope("max") as max_scope:
+        # TF's name scope "max" comes out "max_1": TF's names are unique regardless of case, and the
+        # reduce_max ("Max") of its check of the labels' range took "max".
+        with graph.name_scope("max_1") as max_scope:
             max_var = metric_variable([], dtypes.float64, name=max_scope)
             batch_max = cast(size(average_precision), dtypes.float64) if weights is None else reduce_sum(weights)
             max_update = assign_add(max_var, batch_max, name="update")
