@@ -29,7 +29,7 @@ NAMESPACES = {
              "reciprocal", "round", "rsqrt", "sigmoid", "sign", "sin", "sqrt", "square", "squared_difference", "subtract",
              "tanh", "truediv", "argmax", "argmin", "reduce_all", "reduce_any", "reduce_max", "reduce_mean",
              "reduce_min", "reduce_prod", "reduce_sum", "mod",
-             "nn.in_top_k", "nn.top_k", "confusion_matrix", "div_no_nan"],
+             "nn.in_top_k", "nn.top_k"],
     "random": {"normal": "random_normal", "uniform": "random_uniform", "truncated_normal": "truncated_normal",
                "set_random_seed": "set_random_seed", "get_seed": "get_seed"},
     "initializers": {"zeros": "zeros_initializer", "ones": "ones_initializer", "constant": "constant_initializer",

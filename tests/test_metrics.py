@@ -223,7 +223,7 @@ def test_auc_predictions_out_of_range_fail_the_run():
     the counts as they were."""
     labels = tf.placeholder(tf.int64, [3])
     predictions = tf.placeholder(tf.float32, [3])
-    value, update = tf.metrics.auc(labels, predictions, num_thresholds=3)
+    _, update = tf.metrics.auc(labels, predictions, num_thresholds=3)
     with tf.Session() as s:
         s.run(tf.local_variables_initializer())
         s.run(update, {labels: [0, 1, 1], predictions: [0.1, 0.9, 0.6]})
@@ -239,8 +239,8 @@ def test_auc_predictions_out_of_range_fail_the_run():
     (lambda: tf.metrics.auc([1, 0], [0.5, 0.2], curve="XY"), "Curve must be either ROC or PR"),
     (lambda: tf.metrics.auc([1, 0], [0.5, 0.2], summation_method="simpson"), "Invalid summation_method: simpson"),
     (lambda: tf.metrics.specificity_at_sensitivity([1, 0], [0.5, 0.2], 1.5), "must be in the range"),
-    (lambda: tf.metrics.accuracy(tf.zeros([3], tf.int64), tf.zeros([4], tf.int64)), "accuracy: predictions and "
-                                                                                    "labels must have compatible"),
+    (lambda: tf.metrics.accuracy(tf.zeros([3], tf.int64), tf.zeros([4], tf.int64)),
+     "accuracy: predictions and labels must have compatible"),
     (lambda: tf.metrics.mean(tf.zeros([3, 2]), tf.ones([4, 2])), "weights can not be broadcast to values"),
     (lambda: tf.metrics.precision_at_thresholds([1, 0], [0.5, 0.2], [0.5], weights=tf.ones([3])),
      "weights can not be broadcast"),

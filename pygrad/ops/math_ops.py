@@ -277,7 +277,7 @@ def div_no_nan(x, y, name=None):
     incoming gradient)."""
     x, y = convert_n_same_dtype([x, y], "DivNoNan")
     if not x.dtype.is_floating:
-        raise build_error("DivNoNan", name, f"x and y must be floats, got {x.dtype.name}", TypeError)
+        raise build_error("DivNoNan", name or "div_no_nan", f"x and y must be floats, got {x.dtype.name}", TypeError)
     if x.shape.ndims is None or y.shape.ndims is None or x.shape.as_list() != y.shape.as_list():
         x, y = x + zeros_like(y), y + zeros_like(x)  # both in the broadcast shape
     zero = equal(y, 0.0)
