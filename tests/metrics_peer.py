@@ -5,6 +5,7 @@ import numpy as np
 import pygrad as tf
 
 RTOL = 1e-6
+COLLECTIONS = ("metric_values", "metric_updates")  # the collections cases may name
 
 
 def build(m, graph, case, specs):
@@ -27,9 +28,10 @@ def stream(m, graph, case, specs, batches):
             out.append((u, s.run(value)))
         variables = [(v.op.name, tuple(v.shape.as_list())) for v in m.local_variables()]
         metric_variables = [v.op.name for v in graph.get_collection("metric_variables")]
+        collections = {key: [t.name for t in graph.get_collection(key)] for key in COLLECTIONS}
         s.run(m.local_variables_initializer())
         reset = s.run(value) if batches else None
-    return out, variables, metric_variables, reset
+    return out, variables, metric_variables, reset, collections
 
 
 def assert_same(a, b, what, rtol=RTOL):
@@ -44,7 +46,8 @@ def assert_same(a, b, what, rtol=RTOL):
 
 def compare(peer, case, specs, batches, rtol=RTOL):
     """The metric's update and value after each batch, its local variables (names and shapes, in
-    order), its METRIC_VARIABLES and the value after a reset agree with TensorFlow's."""
+    order), its METRIC_VARIABLES, the value after a reset and the tensors in COLLECTIONS agree
+    with TensorFlow's."""
     tf.reset_default_graph()
     ours = stream(tf, tf.get_default_graph(), case, specs, batches)
     theirs = stream(peer, peer.Graph(), case, specs, batches)
@@ -54,4 +57,5 @@ def compare(peer, case, specs, batches, rtol=RTOL):
     assert ours[1] == theirs[1], f"local variables {ours[1]}, TF {theirs[1]}"
     assert ours[2] == theirs[2], f"metric variables {ours[2]}, TF {theirs[2]}"
     assert_same(ours[3], theirs[3], "value after local_variables_initializer", rtol)
+    assert ours[4] == theirs[4], f"collections {ours[4]}, TF {theirs[4]}"
     return ours

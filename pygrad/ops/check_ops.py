@@ -65,10 +65,9 @@ def _binary_assert(symbol, test, static_test, x, y, data, summarize, message, na
         x = convert_to_tensor(x, name="x")
         y = convert_to_tensor(y, name="y", dtype=x.dtype)
         if data is None:
-            data = [message or "", f"Condition x {symbol} y did not hold element-wise:", f"x ({x.name}) = ", x,
-                    f"y ({y.name}) = ", y]
-        elif message is not None:
-            data = [message] + list(data)
+            data = [f"Condition x {symbol} y did not hold element-wise:", f"x ({x.name}) = ", x, f"y ({y.name}) = ", y]
+        if message is not None:
+            data = [message, *data]
         x_static, y_static = constant_value(x), constant_value(y)
         if x_static is not None and y_static is not None and not np.all(static_test(x_static, y_static)):
             _static_fail([constant_value(d) if not isinstance(d, str) else d for d in data], summarize)
@@ -100,18 +99,16 @@ def assert_greater_equal(x, y, data=None, summarize=None, message=None, name=Non
 
 
 def _sign_assert(test_name, compare, x, data, summarize, message, name):
-    """TF's assert_non_negative and kin: assert_<compare>(0, x) with TF's data lines."""
+    """TF's assert_non_negative and kin: assert_<compare>(0, x), the message ending in ".  "."""
     with get_default_graph().name_scope(name or test_name):
         x = convert_to_tensor(x, name="x")
         if data is None:
-            data = [message or "", f"Condition x {_SIGN_WORDS[test_name]} did not hold element-wise:",
-                    f"x (name = {x.name}) = ", x]
-        zero = constant(0, dtype=x.dtype)
-        return compare(zero, x, data=data, summarize=summarize)
+            data = [f"{message}.  " if message else "", f"Condition x {_SIGN_WORDS[test_name]} did not hold "
+                    f"element-wise:", f"x ({x.name}) = ", x]
+        return compare(constant(0, dtype=x.dtype), x, data=data, summarize=summarize)
 
 
-_SIGN_WORDS = {"assert_non_negative": ">= 0", "assert_positive": "> 0", "assert_negative": "< 0",
-               "assert_non_positive": "<= 0"}
+_SIGN_WORDS = {"assert_non_negative": ">= 0", "assert_positive": "> 0"}
 
 
 def assert_non_negative(x, data=None, summarize=None, message=None, name=None):
