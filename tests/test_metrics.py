@@ -248,4 +248,4 @@ def test_bad_arguments_raise_when_built(call, match):
 def test_constant_predictions_out_of_range_raise_when_built(tf_peer):
     for m, graph in ((tf, tf.Graph()), (tf_peer, tf_peer.Graph())):
         with graph.as_default(), pytest.raises(m.errors.InvalidArgumentError, match="predictions must be in"):
-            m.metrics.auc([0, 1], [0.5, 1.5])
+            m.metrics.auc(m.constant([0, 1]), m.constant([0.5, 1.5]))
