@@ -161,6 +161,9 @@ from pygrad.ops.sparse_embedding import (sparse_segment_mean, sparse_segment_sqr
                                          sparse_segment_sum)
 
 
+# tf.estimator
+from pygrad import estimator  # noqa: E402,F401
+
 # tf.layers, tf.losses, tf.contrib (layers, rnn)
 from pygrad import contrib, layers, losses  # noqa: E402,F401
 
