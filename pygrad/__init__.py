@@ -152,11 +152,17 @@ from pygrad.ops.sparse_ops import (invert_permutation, sparse_add, sparse_concat
                                    sparse_to_dense, sparse_to_indicator)
 from pygrad.ops.sparse_ops import from_dense as sparse_from_dense  # noqa: E402,F401
 from pygrad.ops.string_split import string_split  # noqa: E402,F401
+# Lookup tables (tf.lookup, tf.contrib.lookup)
+from pygrad import lookup  # noqa: E402,F401
+from pygrad.ops.lookup_ops import tables_initializer  # noqa: E402,F401
 from pygrad.ops.sparse_math import (sparse_fill_empty_rows, sparse_reduce_sum,  # noqa: E402,F401
                                     sparse_tensor_dense_matmul)
 from pygrad.ops.sparse_embedding import (sparse_segment_mean, sparse_segment_sqrt_n,  # noqa: E402,F401
                                          sparse_segment_sum)
 
+
+# tf.estimator
+from pygrad import estimator  # noqa: E402,F401
 
 # tf.layers, tf.losses, tf.contrib (layers, rnn)
 from pygrad import contrib, layers, losses  # noqa: E402,F401
@@ -191,6 +197,7 @@ from pygrad.ops.linalg_ops import einsum, matrix_determinant, matrix_inverse, te
 from pygrad.ops.scatter_ops import (boolean_mask, gather_nd, scatter_add, scatter_nd, scatter_sub,  # noqa: E402
                                     scatter_update, segment_sum, unique, unsorted_segment_sum)
 from pygrad.ops.random_ops import multinomial, random_shuffle  # noqa: E402
+from pygrad.ops.topk_ops import argsort, sort  # noqa: F401
 # TF1's queues and readers (the input pipelines of tf.train's queue runners).
 from pygrad.ops.queue_ops import (FIFOQueue, PaddingFIFOQueue, PriorityQueue, QueueBase,  # noqa: E402,F401
                                   RandomShuffleQueue, count_up_to)

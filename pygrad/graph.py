@@ -27,6 +27,7 @@ class GraphKeys:
     LOCAL_INIT_OP = "local_init_op"
     SUMMARY_OP = "summary_op"
     SAVERS = "savers"
+    TABLE_INITIALIZERS = "table_initializer"
     ACTIVATIONS = "activations"
     WEIGHTS = "weights"
     BIASES = "biases"
@@ -423,7 +424,8 @@ def reachable(starts, neighbours):
 class Tensor(TensorLike):
     """An output of an Operation: dtype and static shape (None for unknown dimensions)."""
 
-    __slots__ = ("op", "value_index", "dtype", "_shape", "__weakref__")
+    # aliases: set by TF-Slim's outputs_collections (the layer scopes that named the tensor), as TF's
+    __slots__ = ("op", "value_index", "dtype", "_shape", "aliases", "__weakref__")
 
     def __init__(self, op, value_index, dtype, shape):
         self.op = op

@@ -363,6 +363,10 @@ _CONTROL_FLOW = {
                                                  "else_branch=regions output_shapes=out_shapes",
                          ins="cond input*", own="out",
                          note="TF1's tf.cond emits Switch and Merge, which import lifts into If"),
+    "IfInPython":     none("a tf.cond whose branches run Python ops: Python runs the branch (TF: If, or Switch and "
+                           "Merge)"),
+    "WhileInPython":  none("a tf.while_loop whose condition or body runs Python ops: Python runs the loop (TF: While, "
+                           "or Enter, Merge, Switch, Exit)"),
     "While":          tf("While",        derived="T=ins cond=regions body=regions output_shapes=out_shapes",
                          ins="input*", own="n_vars shapes",
                          note="inputs after n_vars are captures (TF: loop-invariant inputs, also outputs); TF1's "
@@ -477,7 +481,7 @@ _PARSING = {
     "MatchingFiles":  tf("MatchingFiles"),
 }
 
-# ---------------------------------------------------------------- sparse_ops, sparse_math, sparse_embedding, string_split
+# ---------------------------------------------------------------- sparse_ops, sparse_math, sparse_embedding, string_split, lookup_ops
 _SPARSE = {
     "SparseToDense":  tf("SparseToDense", attrs="validate_indices", derived="T=in2 Tindices=in0"),
     "SparseReorder":  tf("SparseReorder", derived="T=in1"),
@@ -512,6 +516,14 @@ _SPARSE = {
     "TakeManySparseFromTensorsMap": tf("TakeManySparseFromTensorsMap", attrs="dtype", derived="shared_name=host",
                                        own="rank tensors_map", note="rank: TF's is the output's static shape"),
     "StringSplit":    tf("StringSplit",  attrs="skip_empty"),
+    "InitializeTableV2": tf("InitializeTableV2", derived="table_handle=host Tkey=in0 Tval=in1", ins="keys values",
+                            own="table", note="the table, a resource handle in TF, is the Python object it fills"),
+    "InitializeTableFromTextFileV2": tf("InitializeTableFromTextFileV2",
+                                        attrs="key_index value_index vocab_size delimiter",
+                                        derived="table_handle=host", ins="filename", own="table"),
+    "LookupTableFindV2": tf("LookupTableFindV2", derived="table_handle=host Tin=in0 Tout=in1",
+                            ins="keys default_value", own="table"),
+    "LookupTableSizeV2": tf("LookupTableSizeV2", derived="table_handle=host", own="table"),
     "StringSplitV2":  tf("StringSplitV2", attrs="maxsplit"),
 }
 

@@ -8,6 +8,13 @@ import pytest
 import pygrad as tf
 
 
+def _table_lookup():
+    table = tf.contrib.lookup.index_table_from_tensor(["a", "b"], num_oov_buckets=1)
+    with tf.Session() as sess:
+        sess.run(tf.tables_initializer())
+        return sess.run(table.lookup(tf.constant(["b", "zz", "a"]))).tolist()
+
+
 def _sparse_fed():
     sp = tf.sparse_placeholder(tf.float32)
     return run(tf.sparse_reduce_sum(sp, 0), {sp: ([[0, 0]], [3.0], [1, 2])}).tolist() == [3, 0]
@@ -176,6 +183,18 @@ def _tfrecord_pipeline():
             run(ds.make_one_shot_iterator().get_next()).tolist() == [[3, 4]]
 
 
+def _slim_model():
+    slim = tf.contrib.slim
+    with slim.arg_scope([slim.conv2d, slim.fully_connected], normalizer_fn=slim.batch_norm,
+                        weights_regularizer=slim.l2_regularizer(0.1)):
+        net = slim.max_pool2d(slim.conv2d(tf.constant(IMG), 4, [3, 3], scope="conv1"), [2, 2])
+        logits = slim.fully_connected(slim.flatten(net), 2, activation_fn=None, normalizer_fn=None)
+    loss = slim.losses.softmax_cross_entropy(logits, tf.one_hot([0, 1], 2))
+    names = [v.op.name for v in slim.get_model_variables()]
+    return run(slim.losses.get_total_loss()) > 0 and names[:2] == ["conv1/weights", "conv1/BatchNorm/beta"] and \
+        loss is not None and len(slim.get_variables_to_restore(exclude=["fully_connected"])) == 4
+
+
 def _print():
     y = tf.Print(tf.constant(2.0), [tf.constant(7)], "v")
     return run(y) == 2.0
@@ -248,6 +267,13 @@ PROBES = {
     "layers.flatten": lambda: run(tf.layers.flatten(tf.constant(X4))).shape == (2, 12),
     "layers.batch_normalization": _batch_norm,
     "contrib.layers.l2_regularizer": lambda: run(tf.contrib.layers.l2_regularizer(0.5)(tf.constant([1., 2.]))) == 1.25,
+    "layers.separable_conv2d": lambda: run(tf.layers.separable_conv2d(tf.constant(IMG), 4, 3)).shape == (2, 4, 4, 4),
+    "contrib.slim (arg_scope, conv2d, batch_norm, max_pool2d, flatten, fully_connected, losses)": _slim_model,
+    "contrib.layers.layer_norm": lambda: abs(run(tf.reduce_mean(tf.contrib.layers.layer_norm(tf.constant(X4))))) < 1e-6,
+    "contrib.framework.arg_scope": lambda: tf.contrib.framework.arg_scoped_arguments(tf.contrib.layers.flatten)
+    == ("outputs_collections", "scope"),
+    "sort / argsort": lambda: list(run(tf.sort(tf.constant([3., 1., 2.])))) == [1, 2, 3] and
+    list(run(tf.argsort(tf.constant([3., 1., 2.]), direction="DESCENDING"))) == [0, 2, 1],
     # tf.nn and math
     "nn.sigmoid_cross_entropy_with_logits": lambda: run(tf.nn.sigmoid_cross_entropy_with_logits(
         labels=tf.constant([1.0]), logits=tf.constant([0.0])))[0] == pytest.approx(np.log(2)),
@@ -340,6 +366,7 @@ PROBES = {
     "sparse_to_dense / string_split / VarLenFeature": lambda: run(tf.sparse_to_dense([1], [3], 5)).tolist() == [
         0, 5, 0] and run(tf.string_split(["a b"])).values.tolist() == [b"a", b"b"] and run(tf.parse_example(
             tf.constant([b""]), {"v": tf.VarLenFeature(tf.int64)})["v"]).dense_shape.tolist() == [1, 0],
+    "contrib.lookup.index_table_from_tensor / tables_initializer": lambda: _table_lookup() == [1, 2, 0],
     "nn.embedding_lookup_sparse / sparse_tensor_dense_matmul": lambda: run(tf.nn.embedding_lookup_sparse(
         tf.constant(np.eye(3, dtype=np.float32)), tf.SparseTensor([[0, 0], [0, 1]], tf.constant([1, 2], tf.int64),
                                                                   [1, 2]), None, combiner="sum")).tolist() == [

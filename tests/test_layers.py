@@ -22,7 +22,7 @@ LAYERS = [
     ("session", ["pygrad.session", "pygrad.plan_cache", "pygrad._run"]),
     ("api", ["pygrad.train", "pygrad.train.*", "pygrad.nn", "pygrad.platform", "pygrad.platform.*", "pygrad.layers", "pygrad.layers.*", "pygrad.losses", "pygrad.metrics", "pygrad.metrics.*",
              "pygrad.summary", "pygrad.summary.*", "pygrad.data", "pygrad.data.*", "pygrad.compat",
-             "pygrad.contrib", "pygrad.contrib.*", "pygrad.rnn", "pygrad.rnn.*", "pygrad.linalg", "pygrad.math", "pygrad.strings", "pygrad.image",
+             "pygrad.contrib", "pygrad.contrib.*", "pygrad.rnn", "pygrad.rnn.*", "pygrad.linalg", "pygrad.math", "pygrad.strings", "pygrad.lookup", "pygrad.image",
              "pygrad.random", "pygrad.importer", "pygrad.import_ops", "pygrad.import_control_flow", "pygrad.examples",
              "pygrad.examples.*", "pygrad.meta_graph", "pygrad.graph_util", "pygrad.saved_model",
              "pygrad.saved_model.*"]),
