@@ -9,9 +9,11 @@ COLLECTIONS = ("metric_values", "metric_updates")  # the collections cases may n
 
 
 def build(m, graph, case, specs):
-    """(placeholders by name, (value, update_op)) of case(m, placeholders) built in graph."""
+    """(placeholders by name, (value, update_op)) of case(m, placeholders) built in graph; a spec
+    (dtype, "sparse") is a sparse placeholder, fed (indices, values, dense_shape) tuples."""
     with graph.as_default():
-        phs = {k: m.placeholder(dtype(m), shape, name=k) for k, (dtype, shape) in specs.items()}
+        phs = {k: m.sparse_placeholder(dtype(m), name=k) if shape == "sparse" else m.placeholder(dtype(m), shape, name=k)
+               for k, (dtype, shape) in specs.items()}
         return phs, case(m, phs)
 
 
@@ -23,7 +25,8 @@ def stream(m, graph, case, specs, batches):
     with graph.as_default(), m.Session(graph=graph) as s:
         s.run(m.local_variables_initializer())
         for batch in batches:
-            feed = {phs[k]: v for k, v in batch.items() if k in phs}
+            feed = {phs[k]: m.SparseTensorValue(*v) if isinstance(v, tuple) else v for k, v in batch.items()
+                    if k in phs}
             u = s.run(update, feed)
             out.append((u, s.run(value)))
         variables = [(v.op.name, tuple(v.shape.as_list())) for v in m.local_variables()]

@@ -1,5 +1,6 @@
 """tf.metrics' top-k metrics against TensorFlow's, on random batches: precision_at_k, recall_at_k
-(with and without class_id, one label or several per example, weights), their _at_top_k forms,
+(with and without class_id, one label or several per example, dense or SparseTensor labels,
+weights), their _at_top_k forms,
 TF1's sparse_ names and average_precision_at_k."""
 import numpy as np
 import pytest
@@ -84,10 +85,36 @@ def test_top_k_metric_matches_tensorflow(tf_peer, case, specs, make):
     compare(tf_peer, case, specs, [make(rng) for _ in range(4)])
 
 
-def test_sparse_tensor_labels_are_refused_clearly():
-    labels = tf.SparseTensor([[0, 0]], tf.constant([1], tf.int64), [2, 1])
-    with pytest.raises(TypeError, match="precision: labels must be a dense int tensor"):
-        tf.metrics.precision_at_k(labels, tf.zeros([2, 4]), 2)
+def _sparse_labels(rng):
+    """A SparseTensor of up to 4 labels per example (some rows empty, some ids repeated or out of
+    range), in row-major order."""
+    indices, values = [], []
+    for row in range(N):
+        ids = rng.integers(0, C + 1, rng.integers(0, 5))
+        indices += [[row, j] for j in range(len(ids))]
+        values += list(ids)
+    width = max([i[1] for i in indices], default=0) + 1
+    return {"labels": (np.array(indices, np.int64).reshape(-1, 2), np.array(values, np.int64),
+                       np.array([N, width], np.int64)),
+            "predictions": _logits(rng), "weights": rng.uniform(0, 2, N).astype(np.float32)}
+
+
+SPARSE = {"labels": (i64, "sparse"), "predictions": (f32, [N, C]), "weights": (f32, [N])}
+SPARSE_CASES = [
+    ("precision_at_k", _m("precision_at_k", k=2)),
+    ("recall_at_k", _m("recall_at_k", k=3)),
+    ("recall_at_k-class2", _m("recall_at_k", k=2, class_id=2)),
+    ("precision_at_top_k", _top_k("precision_at_top_k", 2)),
+    ("average_precision_at_k", _m("average_precision_at_k", k=3)),
+    ("sparse_average_precision_at_k-unweighted", _m("sparse_average_precision_at_k", weighted=False, k=2)),
+]
+
+
+@pytest.mark.parametrize("case", [c[1] for c in SPARSE_CASES], ids=[c[0] for c in SPARSE_CASES])
+def test_sparse_labels_match_tensorflow(tf_peer, case):
+    """SparseTensor labels (fed to sparse placeholders) whose width changes from batch to batch."""
+    rng = np.random.default_rng(5)
+    compare(tf_peer, case, SPARSE, [_sparse_labels(rng) for _ in range(4)])
 
 
 def test_invalid_k():

@@ -4,23 +4,23 @@ sparse_precision_at_k and sparse_average_precision_at_k.
 
 TF counts with set operations on each example's set of predicted ids and set of labels: true
 positives |predicted ∩ labels|, false positives |predicted - labels|, false negatives |labels -
-predicted|. Here the labels are a dense int tensor ([D1, ... DN, num_labels], or [D1, ... DN] for
-one label each), and the sets are computed with comparisons over the last dimension: an id that
-occurs twice in a row counts once, as in a set. The counts are float64 variables named after the
-metric ("precision_at_5/true_positive_at_5", ...).
+predicted|. The labels are a dense int tensor ([D1, ... DN, num_labels], or [D1, ... DN] for one
+label each; every entry is a label, -1 too, as in TF's dense sets) or a SparseTensor of
+[D1, ... DN, num_labels] (its entries are the labels). Here the sets are computed with comparisons
+over the last dimension: an id that occurs twice in a row counts once, as in a set. The counts are
+float64 variables named after the metric ("precision_at_5/true_positive_at_5", ...).
 """
-import numpy as np
-
 from pygrad import dtypes
 from pygrad.graph import get_default_graph
 from pygrad.metrics._common import add_to_collections, metric_variable
 from pygrad.ops import math_ops
-from pygrad.ops.array_ops import cast, constant, convert_to_tensor, expand_dims, ones_like, size
+from pygrad.ops.array_ops import cast, convert_to_tensor, expand_dims, ones_like, size
 from pygrad.ops.confusion_matrix import assert_broadcastable, broadcast_weights
 from pygrad.ops.cumulative_ops import cumsum
 from pygrad.ops.manip_ops import where
 from pygrad.ops.reduction_ops import reduce_any, reduce_sum
-from pygrad.ops.sparse_tensor import SparseTensor
+from pygrad.ops.sparse_ops import sparse_tensor_to_dense
+from pygrad.ops.sparse_tensor import SparseTensor, convert_to_tensor_or_sparse_tensor
 from pygrad.ops.state_ops import assign_add
 from pygrad.ops.topk_ops import top_k
 
@@ -30,48 +30,72 @@ def _at_k_name(name, k=None, class_id=None):
     return f"{name}_class{class_id}" if class_id is not None else name
 
 
-def _maybe_expand_labels(labels, predictions, metric):
-    """labels with predictions' rank: a last dimension of 1 added when they have one less."""
+class _Labels:
+    """Each example's labels as int64 `ids` [..., n] and, for SparseTensor labels, `present`
+    (bool [..., n]: where ids holds a label; None: everywhere)."""
+
+    def __init__(self, ids, present=None):
+        self.ids, self.present = ids, present
+
+    def mask(self, x):
+        return x if self.present is None else math_ops.logical_and(x, self.present)
+
+    def map(self, fn):
+        return _Labels(fn(self.ids), self.present)
+
+
+def _labels(labels, predictions, metric):
+    """_Labels of labels with predictions' rank (TF's _maybe_expand_labels: a last dimension of 1
+    added to labels of one rank less)."""
+    labels = convert_to_tensor_or_sparse_tensor(labels)
+    p = predictions.shape.ndims
     if isinstance(labels, SparseTensor):
-        raise TypeError(f"tf.metrics.{metric}: labels must be a dense int tensor here; pygrad does not take "
-                        f"SparseTensor labels for the top-k metrics (densify them with -1 for missing labels)")
-    labels = convert_to_tensor(labels)
-    r, p = labels.shape.ndims, predictions.shape.ndims
-    if r is None or p is None or r == p:
-        return labels
-    if p == r + 1:
-        return expand_dims(labels, -1)
-    raise ValueError(f"Unexpected labels shape {labels.shape} for predictions shape {predictions.shape}. Predictions "
-                     f"rank should be the same rank as labels rank or labels rank plus one .")
+        r = labels.dense_shape.shape.as_list()[0]
+        if r is not None and p is not None and r != p:
+            raise ValueError(f"tf.metrics.{metric}: SparseTensor labels must have the predictions' rank {p}, got "
+                             f"rank {r}")
+        ids = cast(sparse_tensor_to_dense(labels, default_value=-1), dtypes.int64)
+        present = math_ops.greater(sparse_tensor_to_dense(SparseTensor(
+            labels.indices, ones_like(labels.values, dtype=dtypes.int32), labels.dense_shape)), 0)
+        return _Labels(ids, present)
+    r = labels.shape.ndims
+    if r is not None and p is not None and r != p:
+        if p != r + 1:
+            raise ValueError(f"Unexpected labels shape {labels.shape} for predictions shape {predictions.shape}. "
+                             f"Predictions rank should be the same rank as labels rank or labels rank plus one .")
+        labels = expand_dims(labels, -1)
+    return _Labels(cast(labels, dtypes.int64))
 
 
-def _last_dim(t, what, metric):
-    n = t.shape.ndims and t.shape[-1].value
-    if not n:
-        raise ValueError(f"tf.metrics.{metric}: the last dimension of {what} must be known when the graph is built, "
-                         f"got shape {t.shape}")
-    return n
-
-
-def _first_occurrences(x, n):
-    """bool [..., n]: where x[..., i] differs from every x[..., j], j < i (a set's members, once)."""
-    earlier = constant(np.tril(np.ones((n, n), bool), -1))  # [i, j]: j < i
+def _first_occurrences(x, present=None):
+    """bool [..., n]: where x[..., i] holds a member of its row's set the first time (no x[..., j]
+    with j < i is the same member)."""
+    position = cumsum(ones_like(x, dtype=dtypes.int32), axis=-1)
+    earlier = math_ops.less(expand_dims(position, -2), expand_dims(position, -1))  # [..., i, j]: j < i
     same = math_ops.logical_and(math_ops.equal(expand_dims(x, -1), expand_dims(x, -2)), earlier)
-    return math_ops.logical_not(reduce_any(same, -1))
+    if present is not None:
+        same = math_ops.logical_and(same, expand_dims(present, -2))
+    first = math_ops.logical_not(reduce_any(same, -1))
+    return first if present is None else math_ops.logical_and(first, present)
 
 
-def _set_counts(labels, predictions_idx, class_id, metric):
+def _matches(labels, predictions_idx):
+    """bool [..., k, n]: predictions_idx[..., i] is the label at [..., j]."""
+    match = math_ops.equal(expand_dims(predictions_idx, -1), expand_dims(labels.ids, -2))
+    return match if labels.present is None else math_ops.logical_and(match, expand_dims(labels.present, -2))
+
+
+def _set_counts(labels, predictions_idx, class_id):
     """{"tp", "fp", "fn"}: bool or count tensors [D1, ... DN] of each example's set sizes."""
     if class_id is not None:
         in_preds = reduce_any(math_ops.equal(predictions_idx, class_id), -1)
-        in_labels = reduce_any(math_ops.equal(labels, class_id), -1)
+        in_labels = reduce_any(labels.mask(math_ops.equal(labels.ids, class_id)), -1)
         return {"tp": math_ops.logical_and(in_preds, in_labels),
                 "fp": math_ops.logical_and(in_preds, math_ops.logical_not(in_labels)),
                 "fn": math_ops.logical_and(in_labels, math_ops.logical_not(in_preds))}
-    k, n = _last_dim(predictions_idx, "predictions_idx", metric), _last_dim(labels, "labels", metric)
-    match = math_ops.equal(expand_dims(predictions_idx, -1), expand_dims(labels, -2))  # [..., k, n]
+    match = _matches(labels, predictions_idx)
     pred_in_labels, label_in_preds = reduce_any(match, -1), reduce_any(match, -2)
-    pred_first, label_first = _first_occurrences(predictions_idx, k), _first_occurrences(labels, n)
+    pred_first, label_first = _first_occurrences(predictions_idx), _first_occurrences(labels.ids, labels.present)
 
     def count(a, b):
         return reduce_sum(cast(math_ops.logical_and(a, b), dtypes.int64), -1)
@@ -100,9 +124,8 @@ def _at_top_k(metric, other, labels, predictions_idx, k, class_id, weights, metr
     """tp / (tp + other) over the batches (precision: fp; recall: fn)."""
     with get_default_graph().name_scope(name or _at_k_name(metric, k, class_id)):
         predictions_idx = convert_to_tensor(predictions_idx)
-        labels = cast(_maybe_expand_labels(labels, predictions_idx, metric), dtypes.int64)
-        top_k_idx = cast(predictions_idx, dtypes.int64)
-        counts = _set_counts(labels, top_k_idx, class_id, metric)
+        labels = _labels(labels, predictions_idx, metric)
+        counts = _set_counts(labels, cast(predictions_idx, dtypes.int64), class_id)
         tp, tp_update = _streaming_count("tp", counts, k, class_id, weights, metric)
         rest, rest_update = _streaming_count(other, counts, k, class_id, weights, metric)
         value = math_ops.divide(tp, math_ops.add(tp, rest), name="value")
@@ -147,22 +170,20 @@ def recall_at_k(labels, predictions, k, class_id=None, weights=None, metrics_col
 sparse_precision_at_k = precision_at_k
 
 
-def _average_precision(labels, predictions_idx, metric):
+def _average_precision(labels, predictions_idx, k):
     """float64 [D1, ... DN]: each example's average precision of its top k (TF's
     _sparse_average_precision_at_top_k): the mean over its relevant labels (at most k) of the
     precision at each rank that holds one."""
     with get_default_graph().name_scope("average_precision"):
-        predictions_idx = cast(predictions_idx, dtypes.int64)
-        k = _last_dim(predictions_idx, "predictions_idx", metric)
-        labels = _maybe_expand_labels(labels, predictions_idx, metric)
-        match = math_ops.equal(expand_dims(predictions_idx, -1), expand_dims(labels, -2))
-        relevant_per_k = cast(reduce_any(match, -1), dtypes.float64)
+        relevant_per_k = cast(reduce_any(_matches(labels, predictions_idx), -1), dtypes.float64)
         tp_per_k = cumsum(relevant_per_k, axis=-1)
         retrieved_per_k = cumsum(ones_like(relevant_per_k), axis=-1)
         precision_per_k = math_ops.divide(tp_per_k, retrieved_per_k)
         precision_sum = reduce_sum(math_ops.multiply(precision_per_k, relevant_per_k), axis=(-1,))
-        num_labels = reduce_sum(where(math_ops.greater_equal(labels, 0), ones_like(labels), 0 * ones_like(labels)),
-                                axis=-1)
+        if labels.present is None:  # TF: the labels that are not negative
+            num_labels = reduce_sum(cast(math_ops.greater_equal(labels.ids, 0), dtypes.int64), axis=-1)
+        else:  # TF: the size of each example's set of labels
+            num_labels = reduce_sum(cast(_first_occurrences(labels.ids, labels.present), dtypes.int64), axis=-1)
         num_relevant = cast(math_ops.minimum(num_labels, k), dtypes.float64)
         return math_ops.divide(precision_sum, num_relevant)
 
@@ -179,10 +200,15 @@ def average_precision_at_k(labels, predictions, k, weights=None, metrics_collect
     with graph.name_scope(name or _at_k_name("average_precision", k)):
         predictions = convert_to_tensor(predictions)
         _, predictions_idx = top_k(predictions, k)
-        num_classes = _last_dim(predictions, "predictions", metric)
-        labels = cast(convert_to_tensor(labels), dtypes.int64)
-        labels = where(math_ops.greater_equal(labels, num_classes), -1 * ones_like(labels), labels)
-        average_precision = _average_precision(labels, predictions_idx, metric)
+        num_classes = predictions.shape.ndims and predictions.shape[-1].value
+        if not num_classes:
+            raise ValueError(f"tf.metrics.{metric}: the predictions' last dimension must be known when the graph is "
+                             f"built, got shape {predictions.shape}")
+        predictions_idx = cast(predictions_idx, dtypes.int64)
+        # TF's _clean_out_of_range_indices: labels of no class become -1, which no prediction is
+        labels = _labels(labels, predictions_idx, metric).map(
+            lambda ids: where(math_ops.greater_equal(ids, num_classes), -1 * ones_like(ids), ids))
+        average_precision = _average_precision(labels, predictions_idx, k)
         if weights is not None:
             weights = broadcast_weights(cast(weights, dtypes.float64), average_precision)
             average_precision = math_ops.multiply(average_precision, weights)
