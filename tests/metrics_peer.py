@@ -12,8 +12,8 @@ def build(m, graph, case, specs):
     """(placeholders by name, (value, update_op)) of case(m, placeholders) built in graph; a spec
     (dtype, "sparse") is a sparse placeholder, fed (indices, values, dense_shape) tuples."""
     with graph.as_default():
-        phs = {k: m.sparse_placeholder(dtype(m), name=k) if shape == "sparse" else m.placeholder(dtype(m), shape, name=k)
-               for k, (dtype, shape) in specs.items()}
+        phs = {k: m.sparse_placeholder(dtype(m), name=k) if shape == "sparse" else
+               m.placeholder(dtype(m), shape, name=k) for k, (dtype, shape) in specs.items()}
         return phs, case(m, phs)
 
 
@@ -34,7 +34,7 @@ def stream(m, graph, case, specs, batches):
         collections = {key: [t.name for t in graph.get_collection(key)] for key in COLLECTIONS}
         s.run(m.local_variables_initializer())
         reset = s.run(value) if batches else None
-    return out, variables, metric_variables, reset, collections
+    return out, variables, metric_variables, reset, collections, (value.name, update.name)
 
 
 def assert_same(a, b, what, rtol=RTOL):
@@ -53,7 +53,11 @@ def compare(peer, case, specs, batches, rtol=RTOL):
     with TensorFlow's."""
     tf.reset_default_graph()
     ours = stream(tf, tf.get_default_graph(), case, specs, batches)
-    theirs = stream(peer, peer.Graph(), case, specs, batches)
+    peer.disable_resource_variables()  # TF1's variables (RefVariable, its AssignAdd ops), as pygrad's
+    try:
+        theirs = stream(peer, peer.Graph(), case, specs, batches)
+    finally:
+        peer.enable_resource_variables()
     for i, ((u, v), (tu, tv)) in enumerate(zip(ours[0], theirs[0])):
         assert_same(u, tu, f"update op after batch {i}", rtol)
         assert_same(v, tv, f"value after batch {i}", rtol)
@@ -61,4 +65,5 @@ def compare(peer, case, specs, batches, rtol=RTOL):
     assert ours[2] == theirs[2], f"metric variables {ours[2]}, TF {theirs[2]}"
     assert_same(ours[3], theirs[3], "value after local_variables_initializer", rtol)
     assert ours[4] == theirs[4], f"collections {ours[4]}, TF {theirs[4]}"
+    assert ours[5] == theirs[5], f"value and update op {ours[5]}, TF {theirs[5]}"
     return ours

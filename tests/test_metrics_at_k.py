@@ -1,7 +1,6 @@
 """tf.metrics' top-k metrics against TensorFlow's, on random batches: precision_at_k, recall_at_k
 (with and without class_id, one label or several per example, dense or SparseTensor labels,
-weights), their _at_top_k forms,
-TF1's sparse_ names and average_precision_at_k."""
+weights), their _at_top_k forms, TF1's sparse_ names and average_precision_at_k."""
 import numpy as np
 import pytest
 

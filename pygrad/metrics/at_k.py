@@ -122,13 +122,13 @@ def _streaming_count(kind, counts, k, class_id, weights, metric):
 def _at_top_k(metric, other, labels, predictions_idx, k, class_id, weights, metrics_collections, updates_collections,
               name):
     """tp / (tp + other) over the batches (precision: fp; recall: fn)."""
-    with get_default_graph().name_scope(name or _at_k_name(metric, k, class_id)):
+    with get_default_graph().name_scope(name or _at_k_name(metric, k, class_id)) as scope:
         predictions_idx = convert_to_tensor(predictions_idx)
         labels = _labels(labels, predictions_idx, metric)
         counts = _set_counts(labels, cast(predictions_idx, dtypes.int64), class_id)
         tp, tp_update = _streaming_count("tp", counts, k, class_id, weights, metric)
         rest, rest_update = _streaming_count(other, counts, k, class_id, weights, metric)
-        value = math_ops.divide(tp, math_ops.add(tp, rest), name="value")
+        value = math_ops.divide(tp, math_ops.add(tp, rest), name=scope)  # named as the scope, as TF's
         add_to_collections(metrics_collections, value)
         update = math_ops.divide(tp_update, math_ops.add(tp_update, rest_update), name="update")
         add_to_collections(updates_collections, update)
@@ -197,7 +197,7 @@ def average_precision_at_k(labels, predictions, k, weights=None, metrics_collect
         raise ValueError(f"Invalid k={k}. `k` should be >= 1.")
     metric = "average_precision_at_k"
     graph = get_default_graph()
-    with graph.name_scope(name or _at_k_name("average_precision", k)):
+    with graph.name_scope(name or _at_k_name("average_precision", k)) as scope:
         predictions = convert_to_tensor(predictions)
         _, predictions_idx = top_k(predictions, k)
         num_classes = predictions.shape.ndims and predictions.shape[-1].value
@@ -223,7 +223,7 @@ def average_precision_at_k(labels, predictions, k, weights=None, metrics_collect
             total_update = assign_add(total_var, reduce_sum(average_precision), name="update")
         value = math_ops.div_no_nan(total_var, max_var, name="mean")
         add_to_collections(metrics_collections, value)
-        update = math_ops.div_no_nan(total_update, max_update, name="update")
+        update = math_ops.div_no_nan(total_update, max_update, name=scope)  # named as the scope, as TF's
         add_to_collections(updates_collections, update)
         return value, update
 

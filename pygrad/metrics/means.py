@@ -2,8 +2,8 @@
 percentage_below, mean_per_class_accuracy and mean_iou (TF's metrics_impl.py)."""
 from pygrad import dtypes
 from pygrad.graph import get_default_graph
-from pygrad.metrics._common import (add_to_collections, check_compatible, flatten, metric_variable, remove_squeezable, safe_div,
-                                    streaming_confusion_matrix)
+from pygrad.metrics._common import (add_to_collections, check_compatible, flatten, metric_variable, remove_squeezable,
+                                    safe_div, streaming_confusion_matrix)
 from pygrad.ops import math_ops
 from pygrad.ops.array_ops import cast, convert_to_tensor, ones_like, size, zeros_like
 from pygrad.ops.confusion_matrix import broadcast_weights, remove_squeezable_dimensions

@@ -103,8 +103,8 @@ def _sign_assert(test_name, compare, x, data, summarize, message, name):
     with get_default_graph().name_scope(name or test_name):
         x = convert_to_tensor(x, name="x")
         if data is None:
-            data = [f"{message}.  " if message else "", f"Condition x {_SIGN_WORDS[test_name]} did not hold "
-                    f"element-wise:", f"x ({x.name}) = ", x]
+            condition = f"Condition x {_SIGN_WORDS[test_name]} did not hold element-wise:"
+            data = [f"{message}.  " if message else "", condition, f"x ({x.name}) = ", x]
         return compare(constant(0, dtype=x.dtype), x, data=data, summarize=summarize)
 
 
