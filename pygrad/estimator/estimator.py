@@ -22,7 +22,6 @@ from pygrad.graph import Graph, GraphKeys
 from pygrad.ops import state_ops
 from pygrad.ops.summary_ops import scalar
 from pygrad.summary.writer import FileWriterCache
-from pygrad.tf_protos import Summary
 from pygrad.train import checkpoint_management, checkpoint_utils, hooks as hooks_lib, training_util
 from pygrad.train.monitored_session import ChiefSessionCreator, MonitoredSession, MonitoredTrainingSession
 from pygrad.train.saver import Saver
@@ -369,6 +368,7 @@ def _batch_length(values):
 
 def _write_summaries(output_dir, results, checkpoint_path):
     """The evaluation's scalars (and the checkpoint's path) as TF writes them, at the global step."""
+    from pygrad.tf_protos import Summary  # TF's messages are built on first use
     step = int(results[GraphKeys.GLOBAL_STEP])
     summary = Summary()
     for key, value in sorted(results.items()):
