@@ -12,6 +12,7 @@ class GraphKeys:
     GLOBAL_VARIABLES = "variables"
     VARIABLES = "variables"
     LOCAL_VARIABLES = "local_variables"
+    METRIC_VARIABLES = "metric_variables"
     TRAINABLE_VARIABLES = "trainable_variables"
     MODEL_VARIABLES = "model_variables"
     MOVING_AVERAGE_VARIABLES = "moving_average_variables"

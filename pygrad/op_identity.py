@@ -407,6 +407,9 @@ _SUMMARY = {
 # ---------------------------------------------------------------- data_ops, script_ops, dynamic_shape_ops
 # Their Python side (a dataset iterator's functions, py_func's function) is an attribute.
 _HOST = {
+    "Assert":         tf("Assert",       attrs="summarize", derived="T=ins1:", ins="condition data*",
+                         note="pygrad's Assert outputs its condition, which later stages of a run are fed (TF's "
+                              "has no output)"),
     "IteratorGetNext": tf("IteratorGetNext", derived="iterator=host output_types=outs output_shapes=out_shapes",
                           own="next_element specs"),
     "MakeIterator":   tf("MakeIterator", derived="dataset=host iterator=host", ins="-*", own="start",

@@ -20,7 +20,7 @@ LAYERS = [
     ("gradients", ["pygrad.gradients", "pygrad.control_flow_grad"]),
     ("lowering", ["pygrad.lowering", "pygrad.host", "pygrad.session_store", "pygrad.fusion"]),
     ("session", ["pygrad.session", "pygrad.plan_cache", "pygrad._run"]),
-    ("api", ["pygrad.train", "pygrad.train.*", "pygrad.nn", "pygrad.platform", "pygrad.platform.*", "pygrad.layers", "pygrad.layers.*", "pygrad.losses",
+    ("api", ["pygrad.train", "pygrad.train.*", "pygrad.nn", "pygrad.platform", "pygrad.platform.*", "pygrad.layers", "pygrad.layers.*", "pygrad.losses", "pygrad.metrics", "pygrad.metrics.*", "pygrad.estimator", "pygrad.estimator.*",
              "pygrad.summary", "pygrad.summary.*", "pygrad.data", "pygrad.data.*", "pygrad.compat",
              "pygrad.contrib", "pygrad.contrib.*", "pygrad.rnn", "pygrad.rnn.*", "pygrad.linalg", "pygrad.math", "pygrad.strings", "pygrad.lookup", "pygrad.image",
              "pygrad.random", "pygrad.importer", "pygrad.import_ops", "pygrad.import_control_flow", "pygrad.examples",
