@@ -28,13 +28,17 @@ def _feature_columns():
     columns = [fc.numeric_column("x"), fc.bucketized_column(fc.numeric_column("x"), [0.0]),
                fc.embedding_column(fc.categorical_column_with_hash_bucket("w", 5), 2), fc.indicator_column(words),
                fc.indicator_column(fc.crossed_column(["w", n], 3)), fc.indicator_column(
-                   fc.weighted_categorical_column(n, "nw"))] + fc.shared_embedding_columns([n, words], 2)
+                   fc.weighted_categorical_column(n, "nw"))] + fc.shared_embedding_columns(
+                       [n, fc.categorical_column_with_identity("m", 4)], 2)
     feats = {"x": tf.constant([[1.0], [-1.0]]), "w": tf.constant([["a"], ["c"]]), "n": tf.constant([[1], [3]]),
-             "nw": tf.constant([[2.0], [1.0]])}
+             "nw": tf.constant([[2.0], [1.0]]), "m": tf.constant([[0], [2]])}
     spec = fc.make_parse_example_spec(columns + [vocab])
-    out = run([fc.input_layer(feats, columns), fc.linear_model(feats, [n, words])])
+    fetches = [fc.input_layer(feats, columns), fc.linear_model(feats, [n, words])]
+    with tf.Session() as sess:
+        sess.run([tf.global_variables_initializer(), tf.tables_initializer()])
+        out = sess.run(fetches)
     return out[0].shape == (2, 1 + 2 + 2 + 3 + 3 + 4 + 2 + 2) and out[1].shape == (2, 1) and sorted(spec) == [
-        "n", "nw", "w", "x"]
+        "m", "n", "nw", "w", "x"]
 
 
 def run(fetch, feed=None):

@@ -4,12 +4,14 @@ weights for another column's ids. Each one's _transform_feature makes a SparseTe
 of the features' shape; a dense input first loses its missing values ("" and -1).
 """
 import collections
+import contextlib
 
 import numpy as np
 
 from pygrad import dtypes
 from pygrad.feature_column.base import (_CategoricalColumn, _FeatureColumn, require_string_key,
                                         require_string_or_int, to_sparse_input_and_drop_ignore_values)
+from pygrad.graph import get_default_graph
 from pygrad.ops.array_ops import cast, shape as shape_of
 from pygrad.ops.lookup_ops import index_table_from_file, index_table_from_tensor
 from pygrad.ops.manip_ops import where
@@ -28,6 +30,14 @@ def _same_kind(column, key, column_dtype, tensor):
         raise ValueError(f"Column dtype and SparseTensors dtype must be compatible. key: {key}, column dtype: "
                          f"{column_dtype}, tensor dtype: {tensor.dtype}")
     require_string_or_int(tensor.dtype, f"column_name: {key} input_tensor")
+
+
+@contextlib.contextmanager
+def _init_scope():
+    """TF's init_scope, where columns make their lookup tables: the root name scope, no control inputs."""
+    graph = get_default_graph()
+    with graph.name_scope(None), graph.control_dependencies(None):
+        yield
 
 
 def _ids(column, builder):
@@ -104,9 +114,10 @@ class _VocabularyListCategoricalColumn(_CategoricalColumn, collections.namedtupl
         if sp.dtype.is_integer:
             key_dtype = dtypes.int64
             sp = SparseTensor(sp.indices, cast(sp.values, dtypes.int64), sp.dense_shape)
-        table = index_table_from_tensor(vocabulary_list=tuple(self.vocabulary_list), default_value=self.default_value,
-                                        num_oov_buckets=self.num_oov_buckets, dtype=key_dtype,
-                                        name=f"{self.key}_lookup")
+        with _init_scope():
+            table = index_table_from_tensor(vocabulary_list=tuple(self.vocabulary_list),
+                                            default_value=self.default_value, num_oov_buckets=self.num_oov_buckets,
+                                            dtype=key_dtype, name=f"{self.key}_lookup")
         return table.lookup(sp)
 
     def _get_sparse_tensors(self, inputs, weight_collections=None, trainable=None):
@@ -165,9 +176,10 @@ class _VocabularyFileCategoricalColumn(_CategoricalColumn, collections.namedtupl
         if sp.dtype.is_integer:
             key_dtype = dtypes.int64
             sp = SparseTensor(sp.indices, cast(sp.values, dtypes.int64), sp.dense_shape)
-        table = index_table_from_file(vocabulary_file=self.vocabulary_file, num_oov_buckets=self.num_oov_buckets,
-                                      vocab_size=self.vocabulary_size, default_value=self.default_value,
-                                      key_dtype=key_dtype, name=f"{self.key}_lookup")
+        with _init_scope():
+            table = index_table_from_file(vocabulary_file=self.vocabulary_file, num_oov_buckets=self.num_oov_buckets,
+                                          vocab_size=self.vocabulary_size, default_value=self.default_value,
+                                          key_dtype=key_dtype, name=f"{self.key}_lookup")
         return table.lookup(sp)
 
     def _get_sparse_tensors(self, inputs, weight_collections=None, trainable=None):
