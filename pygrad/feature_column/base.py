@@ -73,7 +73,8 @@ def require_string_or_int(dtype, prefix):
 
 class _LazyBuilder:
     """The features dict, each feature and each column's transformation built once (TF's _LazyBuilder).
-    A raw feature of rank 1 becomes [batch, 1]; of rank 0, an error naming its key."""
+    A raw feature of rank 1 becomes [batch, 1]; of rank 0, an error naming its key; a SparseTensor
+    of unknown rank, [batch, n]."""
 
     def __init__(self, features):
         self._features = dict(features)

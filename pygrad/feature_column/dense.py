@@ -168,7 +168,7 @@ def _lookup(column, weights, pair):
                                         name=f"{column.name}_weights", max_norm=column.max_norm)
 
 
-def _not_sequence(column):
+def _require_categorical(column):
     if not isinstance(column.categorical_column, _CategoricalColumn):
         raise ValueError(f"In embedding_column: {column.name}. categorical_column must be a categorical column. "
                          f"Given (type {type(column.categorical_column)}): {column.categorical_column}")
@@ -196,7 +196,7 @@ class _EmbeddingColumn(_DenseColumn, collections.namedtuple(
         return TensorShape([self.dimension])
 
     def _get_dense_tensor(self, inputs, weight_collections=None, trainable=None):
-        _not_sequence(self)
+        _require_categorical(self)
         pair = self.categorical_column._get_sparse_tensors(inputs, weight_collections, trainable)
         collections_ = list(weight_collections) if weight_collections else None
         if collections_ and GraphKeys.GLOBAL_VARIABLES not in collections_:
@@ -255,7 +255,7 @@ class _SharedEmbeddingColumn(_DenseColumn, collections.namedtuple(
         return TensorShape([self.dimension])
 
     def _get_dense_tensor(self, inputs, weight_collections=None, trainable=None):
-        _not_sequence(self)
+        _require_categorical(self)
         graph = get_default_graph()
         with graph.name_scope(self.name):
             pair = self.categorical_column._get_sparse_tensors(inputs, weight_collections, trainable)
