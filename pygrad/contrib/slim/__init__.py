@@ -1,5 +1,6 @@
 """tf.contrib.slim (TF-Slim): the contrib layers, arg_scope and the variable helpers under one
-name, and slim.losses. slim.learning, slim.evaluation, slim.metrics and slim.nets are not here."""
+name, slim.losses and slim.metrics (tf.contrib.metrics). slim.learning, slim.evaluation and
+slim.nets are not here."""
 from pygrad.contrib.framework.arg_scope import (  # noqa: F401
                                                 add_arg_scope,
                                                 arg_scope,
@@ -74,3 +75,4 @@ from pygrad.contrib.layers import (  # noqa: F401
                                                 xavier_initializer_conv2d,
 )
 from pygrad.contrib.slim import losses  # noqa: F401
+from pygrad.contrib import metrics  # noqa: F401,E402
