@@ -253,12 +253,11 @@ class HashTable:
     def __init__(self, initializer, default_value, name=None, experimental_is_anonymous=False):
         graph = get_default_graph()
         self.key_dtype, self.value_dtype = initializer.key_dtype, initializer.value_dtype
-        self._name = graph.unique_name(name or "hash_table")
-        with graph.name_scope(self._name):
-            self._default_value = convert_to_tensor(default_value, dtype=self.value_dtype, name="default_value")
-            if self._default_value.shape.ndims not in (None, 0):
-                raise ValueError(f"default_value must be a scalar, got shape {self._default_value.shape}")
-            self._init_op = initializer.initialize(self)
+        self._name = graph.unique_name(name or "hash_table")  # TF's HashTableV2 op's name; the ops around it
+        self._default_value = convert_to_tensor(default_value, dtype=self.value_dtype, name="default_value")
+        if self._default_value.shape.ndims not in (None, 0):
+            raise ValueError(f"default_value must be a scalar, got shape {self._default_value.shape}")
+        self._init_op = initializer.initialize(self)  # are named where the table is made, as TF's
         graph.add_to_collection(GraphKeys.TABLE_INITIALIZERS, self._init_op)
 
     name = property(lambda self: self._name)
@@ -271,11 +270,13 @@ class HashTable:
         values = _values_of(keys)
         if values.dtype != self.key_dtype:
             raise TypeError(f"Dtype of argument `keys` must be {self.key_dtype.name}, received: {values.dtype.name}")
-        with get_default_graph().name_scope(name or f"{self._name}_Lookup"):
+        with get_default_graph().name_scope(name or f"{self._short}_Lookup"):
             return _like(keys, LookupTableFind(values, self._default_value, table=self))
 
+    _short = property(lambda self: self._name.rsplit("/", 1)[-1])
+
     def size(self, name=None):
-        return LookupTableSize(table=self, name=name or f"{self._name}_Size")
+        return LookupTableSize(table=self, name=name or f"{self._short}_Size")
 
 
 StaticHashTable = HashTable
@@ -329,7 +330,7 @@ class IdTableWithHashBuckets:
             values = cast(values, dtypes.int64)
         if self._buckets == 0:
             return _like(keys, self._table.lookup(values, name=name))
-        with get_default_graph().name_scope(name or f"{self._name}_Lookup"):
+        with get_default_graph().name_scope(name or f"{self._name.rsplit('/', 1)[-1]}_Lookup"):
             buckets = self._hash(values if values.dtype == dtypes.string else as_string(values))
             if self._table is None:
                 return _like(keys, buckets)
