@@ -1,5 +1,6 @@
 """tf.contrib.slim (TF-Slim): the contrib layers, arg_scope and the variable helpers under one
-name, and slim.losses. slim.learning, slim.evaluation, slim.metrics and slim.nets are not here."""
+name, slim.losses, slim.learning (create_train_op, train), slim.evaluation (evaluate_once,
+evaluation_loop) and slim.nets (the model zoo, imported on first use). slim.metrics is not here."""
 from pygrad.contrib.framework.arg_scope import (  # noqa: F401
                                                 add_arg_scope,
                                                 arg_scope,
@@ -73,4 +74,12 @@ from pygrad.contrib.layers import (  # noqa: F401
                                                 xavier_initializer,
                                                 xavier_initializer_conv2d,
 )
-from pygrad.contrib.slim import losses  # noqa: F401
+from pygrad.contrib.slim import evaluation, learning, losses  # noqa: F401
+
+
+def __getattr__(name):
+    """slim.nets, imported when first named (as `import tensorflow.contrib.slim.nets` would)."""
+    if name == "nets":
+        import importlib
+        return importlib.import_module("pygrad.contrib.slim.nets")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
