@@ -23,6 +23,7 @@ from pygrad.contrib.layers.core import (  # noqa: F401
                                                  relu,
                                                  relu6,
                                                  repeat,
+                                                 softmax,
                                                  stack,
 )
 from pygrad.contrib.layers.initializers import (  # noqa: F401

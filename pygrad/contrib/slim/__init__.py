@@ -60,6 +60,7 @@ from pygrad.contrib.layers import (  # noqa: F401
                                                 repeat,
                                                 separable_conv2d,
                                                 separable_convolution2d,
+                                                softmax,
                                                 stack,
                                                 sum_regularizer,
                                                 summarize_activation,
