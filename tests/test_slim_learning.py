@@ -174,20 +174,20 @@ def _eval_graph(lib, sl):
     count = lib.Variable(0.0, trainable=False, collections=[lib.GraphKeys.LOCAL_VARIABLES], name="count")
     eval_op = [lib.assign_add(total, lib.reduce_sum(logits) + loss), lib.assign_add(count, 1.0)]
     lib.summary.scalar("eval/total", total)
-    return eval_op, [total, count]
+    return eval_op, [total, count], lib.assign(count, 100.0)  # an initial_op, which the restore skips
 
 
 def _evaluate(lib, sl, checkpoint_dir, logdir, loop):
     graph = lib.Graph()
     with graph.as_default(), quiet(lib):
-        eval_op, final_op = _eval_graph(lib, sl)
+        eval_op, final_op, initial_op = _eval_graph(lib, sl)
         lib.train.get_or_create_global_step()
         if loop:
             return sl.evaluation.evaluation_loop("", checkpoint_dir, logdir, num_evals=3, eval_op=eval_op,
-                                                 final_op=final_op, eval_interval_secs=0,
+                                                 final_op=final_op, eval_interval_secs=0, initial_op=initial_op,
                                                  max_number_of_evaluations=1)
         return sl.evaluation.evaluate_once("", lib.train.latest_checkpoint(checkpoint_dir), logdir, num_evals=3,
-                                           eval_op=eval_op, final_op=final_op)
+                                           eval_op=eval_op, final_op=final_op, initial_op=initial_op)
 
 
 @pytest.mark.parametrize("loop", [False, True], ids=["evaluate_once", "evaluation_loop"])
@@ -202,7 +202,7 @@ def test_evaluation_matches_tf_slim(tf_slim, tf_peer, tmp_path, loop):
 
 
 def test_evaluation_loop_times_out_without_checkpoints(tmp_path):
-    eval_op, final_op = _eval_graph(tf, slim)
+    eval_op, final_op, _ = _eval_graph(tf, slim)
     out = slim.evaluation.evaluation_loop("", str(tmp_path), str(tmp_path), eval_op=eval_op, final_op=final_op,
                                           timeout=0.2, eval_interval_secs=0)
     assert out is None
