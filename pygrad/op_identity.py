@@ -404,6 +404,9 @@ _SUMMARY = {
 # ---------------------------------------------------------------- data_ops, script_ops, dynamic_shape_ops
 # Their Python side (a dataset iterator's functions, py_func's function) is an attribute.
 _HOST = {
+    "Assert":         tf("Assert",       attrs="summarize", derived="T=ins1:", ins="condition data*",
+                         note="pygrad's Assert outputs its condition, which later stages of a run are fed (TF's "
+                              "has no output)"),
     "IteratorGetNext": tf("IteratorGetNext", derived="iterator=host output_types=outs output_shapes=out_shapes",
                           own="next_element specs"),
     "MakeIterator":   tf("MakeIterator", derived="dataset=host iterator=host", ins="-*", own="start",
@@ -478,7 +481,7 @@ _PARSING = {
     "MatchingFiles":  tf("MatchingFiles"),
 }
 
-# ---------------------------------------------------------------- sparse_ops, sparse_math, sparse_embedding, string_split
+# ---------------------------------------------------------------- sparse_ops, sparse_math, sparse_embedding, string_split, lookup_ops
 _SPARSE = {
     "SparseToDense":  tf("SparseToDense", attrs="validate_indices", derived="T=in2 Tindices=in0"),
     "SparseReorder":  tf("SparseReorder", derived="T=in1"),
@@ -513,6 +516,14 @@ _SPARSE = {
     "TakeManySparseFromTensorsMap": tf("TakeManySparseFromTensorsMap", attrs="dtype", derived="shared_name=host",
                                        own="rank tensors_map", note="rank: TF's is the output's static shape"),
     "StringSplit":    tf("StringSplit",  attrs="skip_empty"),
+    "InitializeTableV2": tf("InitializeTableV2", derived="table_handle=host Tkey=in0 Tval=in1", ins="keys values",
+                            own="table", note="the table, a resource handle in TF, is the Python object it fills"),
+    "InitializeTableFromTextFileV2": tf("InitializeTableFromTextFileV2",
+                                        attrs="key_index value_index vocab_size delimiter",
+                                        derived="table_handle=host", ins="filename", own="table"),
+    "LookupTableFindV2": tf("LookupTableFindV2", derived="table_handle=host Tin=in0 Tout=in1",
+                            ins="keys default_value", own="table"),
+    "LookupTableSizeV2": tf("LookupTableSizeV2", derived="table_handle=host", own="table"),
     "StringSplitV2":  tf("StringSplitV2", attrs="maxsplit"),
 }
 

@@ -1,11 +1,26 @@
 """Shared fixtures: a fresh default graph for every test, the MNIST directory, TensorFlow as an
 optional peer, and one and two threads."""
 import os
+import tempfile
 import warnings
 
 import pytest
 
+import faults
 import pygrad as tf
+
+
+def pytest_configure(config):
+    """A file the fault-injection tests record their counts in (tests/faults.py)."""
+    os.environ.setdefault("PYGRAD_FAULT_REPORT", os.path.join(tempfile.mkdtemp(), "faults.jsonl"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    lines = faults.report(os.environ["PYGRAD_FAULT_REPORT"])
+    if lines:
+        terminalreporter.write_sep("-", "fault injection")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,13 @@ import pytest
 import pygrad as tf
 
 
+def _table_lookup():
+    table = tf.contrib.lookup.index_table_from_tensor(["a", "b"], num_oov_buckets=1)
+    with tf.Session() as sess:
+        sess.run(tf.tables_initializer())
+        return sess.run(table.lookup(tf.constant(["b", "zz", "a"]))).tolist()
+
+
 def _sparse_fed():
     sp = tf.sparse_placeholder(tf.float32)
     return run(tf.sparse_reduce_sum(sp, 0), {sp: ([[0, 0]], [3.0], [1, 2])}).tolist() == [3, 0]
@@ -222,7 +229,53 @@ def _strings():
         == b"[1 2]"
 
 
+def _metrics(*names, **kw):
+    """Each tf.metrics.<name>(labels, predictions, **kw) updates once and gives a finite value."""
+    def probe():
+        labels, predictions = tf.constant([1, 0, 1, 1]), tf.constant([0.8, 0.3, 0.4, 0.9])
+        for name in names:
+            if name.endswith("_at_k"):
+                args = (tf.constant([1, 0]), tf.constant([[0.1, 0.9], [0.6, 0.4]]))
+            elif name in ("accuracy", "mean_iou", "mean_per_class_accuracy"):
+                args = (labels, tf.cast(predictions > 0.5, tf.int32))
+            else:
+                args = (labels, predictions)
+            if not np.all(np.isfinite(_update(getattr(tf.metrics, name)(*args, **kw.get(name, {})), True)[1])):
+                return False
+        return True
+    return probe
+
+
+def _update(metric, and_value=False):
+    """The value of a metric's update op on a fresh session (and its value after it)."""
+    value, update = metric
+    with tf.Session() as s:
+        s.run(tf.local_variables_initializer())
+        return (s.run(update), s.run(value)) if and_value else s.run(update)
+
+
 PROBES = {
+    # tf.metrics
+    "metrics.accuracy / mean_iou / mean_per_class_accuracy": _metrics(
+        "accuracy", "mean_iou", "mean_per_class_accuracy", mean_iou={"num_classes": 2},
+        mean_per_class_accuracy={"num_classes": 2}),
+    "metrics.mean / mean_tensor / mean_squared_error / root_mean_squared_error / mean_absolute_error": lambda:
+    _update(tf.metrics.root_mean_squared_error([1.0, 2.0], [1.0, 4.0])) == pytest.approx(np.sqrt(2)) and
+    _update(tf.metrics.mean_squared_error([1.0, 2.0], [1.0, 4.0])) == 2.0 and
+    _update(tf.metrics.mean_absolute_error([1.0, 2.0], [1.0, 4.0])) == 1.0 and
+    _update(tf.metrics.mean([1.0, 3.0])) == 2.0 and _update(tf.metrics.mean_tensor([1.0, 3.0])).tolist() == [1, 3],
+    "metrics.auc / precision / recall / *_at_thresholds / specificity_at_sensitivity": _metrics(
+        "auc", "precision", "recall", "true_positives", "false_negatives", "precision_at_thresholds",
+        "true_negatives_at_thresholds", "specificity_at_sensitivity", "sensitivity_at_specificity",
+        precision_at_thresholds={"thresholds": [0.5]}, true_negatives_at_thresholds={"thresholds": [0.5]},
+        specificity_at_sensitivity={"sensitivity": 0.5}, sensitivity_at_specificity={"specificity": 0.5}),
+    "metrics.precision_at_k / recall_at_k / average_precision_at_k": _metrics(
+        "precision_at_k", "recall_at_k", "average_precision_at_k", "sparse_precision_at_k",
+        precision_at_k={"k": 1}, recall_at_k={"k": 1}, average_precision_at_k={"k": 1},
+        sparse_precision_at_k={"k": 1}),
+    "confusion_matrix / div_no_nan / Assert / assert_less": lambda: run(tf.confusion_matrix(
+        [0, 1], [1, 1], 2)).tolist() == [[0, 1], [0, 1]] and run(tf.div_no_nan(1.0, 0.0)) == 0.0 and
+    run(tf.assert_less(tf.constant(1), 2)) is None and isinstance(tf.Assert(True, ["ok"]), tf.Operation),
     # tf.layers
     "layers.dense": _dense,
     "layers.conv2d": _conv2d,
@@ -337,6 +390,7 @@ PROBES = {
     "sparse_to_dense / string_split / VarLenFeature": lambda: run(tf.sparse_to_dense([1], [3], 5)).tolist() == [
         0, 5, 0] and run(tf.string_split(["a b"])).values.tolist() == [b"a", b"b"] and run(tf.parse_example(
             tf.constant([b""]), {"v": tf.VarLenFeature(tf.int64)})["v"]).dense_shape.tolist() == [1, 0],
+    "contrib.lookup.index_table_from_tensor / tables_initializer": lambda: _table_lookup() == [1, 2, 0],
     "nn.embedding_lookup_sparse / sparse_tensor_dense_matmul": lambda: run(tf.nn.embedding_lookup_sparse(
         tf.constant(np.eye(3, dtype=np.float32)), tf.SparseTensor([[0, 0], [0, 1]], tf.constant([1, 2], tf.int64),
                                                                   [1, 2]), None, combiner="sum")).tolist() == [

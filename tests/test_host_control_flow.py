@@ -14,13 +14,13 @@ def _build(m):
 
     def body(i, acc):
         step = m.py_func(lambda a, k: (a * np.float32(k + 1)).astype(np.float32), [x, i], m.float32)
-        return i + 1, acc + m.reshape(step, [3]) * scale
+        return [i + 1, acc + m.reshape(step, [3]) * scale]  # loop_vars' structure (TF 1's loops check it)
 
     _, acc = m.while_loop(lambda i, acc: i < 4, body, [m.constant(0), m.zeros([3])], maximum_iterations=3)
     picked = m.cond(p, lambda: m.reshape(m.py_func(lambda a: np.sort(a)[::-1].copy(), [x], m.float32), [3]),
                     lambda: x * 3.0)
-    nested = m.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s + m.cond(
-        i > 0, lambda: m.reshape(m.py_func(lambda k: np.float32(k * 10), [i], m.float32), []), lambda: 1.0)),
+    nested = m.while_loop(lambda i, s: i < 3, lambda i, s: [i + 1, s + m.cond(
+        i > 0, lambda: m.reshape(m.py_func(lambda k: np.float32(k * 10), [i], m.float32), []), lambda: 1.0)],
         [m.constant(0), m.constant(0.0)])[1]
     return x, p, [acc, picked, nested]
 
@@ -62,7 +62,7 @@ def test_an_iterator_in_a_loop_takes_an_element_per_iteration(tf_peer):
     for m, graph in ((tf, tf.Graph()), (tf_peer, tf_peer.Graph())):
         with graph.as_default():
             it = m.data.Dataset.range(10, 100, 7).make_one_shot_iterator()
-            total = m.while_loop(lambda i, t: i < 4, lambda i, t: (i + 1, t + it.get_next()),
+            total = m.while_loop(lambda i, t: i < 4, lambda i, t: [i + 1, t + it.get_next()],
                                  [m.constant(0), m.constant(0, m.int64)])[1]
             with m.Session() as s:
                 out.append([s.run(total), s.run(total)])
@@ -71,7 +71,7 @@ def test_an_iterator_in_a_loop_takes_an_element_per_iteration(tf_peer):
 
 def test_gradients_through_such_a_loop_are_refused_clearly():
     x = tf.constant(2.0)
-    r = tf.while_loop(lambda i, v: i < 2, lambda i, v: (i + 1, v * tf.reshape(tf.py_func(
-        lambda: np.float32(1.5), [], tf.float32), [])), [tf.constant(0), x])[1]
+    r = tf.while_loop(lambda i, v: i < 2, lambda i, v: [i + 1, v * tf.reshape(tf.py_func(
+        lambda: np.float32(1.5), [], tf.float32), [])], [tf.constant(0), x])[1]
     with pytest.raises(LookupError, match="run Python ops"):
         tf.gradients(r * x, x)

@@ -218,8 +218,10 @@ class Saver:
                 self.export_meta_graph(f"{checkpoint_file}.{meta_graph_suffix}",
                                        strip_default_attrs=strip_default_attrs, save_debug_info=save_debug_info)
             except NotExportableError as e:  # the checkpoint is saved; only the graph cannot be
-                _log.warning("Saver.save: %s.%s not written (the checkpoint is saved): %s", checkpoint_file,
-                             meta_graph_suffix, str(e).splitlines()[0])
+                if not getattr(self, "_said_no_meta", False):  # once per Saver, not at every save
+                    self._said_no_meta = True
+                    _log.warning("Saver.save: %s.%s not written (the checkpoint is saved): %s", checkpoint_file,
+                                 meta_graph_suffix, str(e).splitlines()[0])
         return checkpoint_file
 
     # ---------------------------------------------------------------- restore
