@@ -204,7 +204,7 @@ _USE_DEFAULT = 0
 
 
 def _slim_hooks(num_evals, logdir, summary_op, summary_op_feed_dict, hooks):
-    if summary_op == _USE_DEFAULT:
+    if summary_op is _USE_DEFAULT:
         summary_op = summary_ops.merge_all()
     all_hooks = [StopAfterNEvalsHook(num_evals)]
     if summary_op is not None:

@@ -198,7 +198,7 @@ def train(train_op, logdir, train_step_fn=train_step, train_step_kwargs=_USE_DEF
     if train_op is None:
         raise ValueError("train_op cannot be None.")
     if logdir is None:
-        if summary_op != _USE_DEFAULT:
+        if summary_op is not _USE_DEFAULT:
             raise ValueError("Cannot provide summary_op because logdir=None")
         if saver is not None:
             raise ValueError("Cannot provide saver because logdir=None")
@@ -217,13 +217,13 @@ def train(train_op, logdir, train_step_fn=train_step, train_step_kwargs=_USE_DEF
             global_step = get_or_create_global_step()
         saver = saver or Saver()
         with graph.name_scope("init_ops"):
-            if init_op == _USE_DEFAULT:
+            if init_op is _USE_DEFAULT:
                 init_op = global_variables_initializer()
-            if local_init_op == _USE_DEFAULT:
+            if local_init_op is _USE_DEFAULT:
                 local_init_op = group(local_variables_initializer())
-        if summary_op == _USE_DEFAULT:
+        if summary_op is _USE_DEFAULT:
             summary_op = summary_ops.merge_all()
-        if train_step_kwargs == _USE_DEFAULT:
+        if train_step_kwargs is _USE_DEFAULT:
             train_step_kwargs = _default_step_kwargs(global_step, number_of_steps, log_every_n_steps)
         hooks = []
         if logdir:
@@ -231,7 +231,7 @@ def train(train_op, logdir, train_step_fn=train_step, train_step_kwargs=_USE_DEF
             write_graph(graph, logdir, "graph.pbtxt")
             hooks.append(CheckpointSaverHook(logdir, save_secs=save_interval_secs, saver=saver))
             if summary_op is not None and summary_writer is not None:
-                writer = None if summary_writer == _USE_DEFAULT else summary_writer
+                writer = None if summary_writer is _USE_DEFAULT else summary_writer
                 hooks.append(SummarySaverHook(save_secs=save_summaries_secs, summary_op=summary_op,
                                               output_dir=None if writer else logdir, summary_writer=writer))
         scaffold = Scaffold(init_op=init_op, init_feed_dict=init_feed_dict, local_init_op=local_init_op,
