@@ -495,8 +495,6 @@ _SPARSE = {
     "SparseTensorDenseMatMul": tf("SparseTensorDenseMatMul", attrs="adjoint_a adjoint_b", derived="T=in1 Tindices=in0"),
     "SparseDenseCwiseMul": tf("SparseDenseCwiseMul", derived="T=in1"),
     "SparseDenseCwiseDiv": tf("SparseDenseCwiseDiv", derived="T=in1"),
-    "SparseDenseGather": none("gradient helper of SparseDenseCwiseMul/Div: the dense element at each entry and its "
-                              "index; TF: Shape, FloorDiv, Slice, GatherNd"),
     "SparseReduceSum": tf("SparseReduceSum", attrs="keep_dims", derived="T=in1"),
     "SparseFillEmptyRows": tf("SparseFillEmptyRows", derived="T=in1"),
     "SparseFillEmptyRowsGrad": tf("SparseFillEmptyRowsGrad", derived="T=in1"),

@@ -1,6 +1,7 @@
 """tf.contrib.slim (TF-Slim): the contrib layers, arg_scope and the variable helpers under one
-name, slim.losses, slim.learning (create_train_op, train), slim.evaluation (evaluate_once,
-evaluation_loop) and slim.nets (the model zoo, imported on first use). slim.metrics is not here."""
+name, slim.losses, slim.metrics (tf.contrib.metrics), slim.learning (create_train_op, train),
+slim.evaluation (evaluate_once, evaluation_loop) and slim.nets (the model zoo, imported on first
+use)."""
 from pygrad.contrib.framework.arg_scope import (  # noqa: F401
                                                 add_arg_scope,
                                                 arg_scope,
@@ -75,6 +76,7 @@ from pygrad.contrib.layers import (  # noqa: F401
                                                 xavier_initializer,
                                                 xavier_initializer_conv2d,
 )
+from pygrad.contrib import metrics  # noqa: F401,E402
 from pygrad.contrib.slim import evaluation, learning, losses  # noqa: F401
 
 
