@@ -2,6 +2,7 @@
 name, slim.losses, slim.metrics (tf.contrib.metrics), slim.learning (create_train_op, train),
 slim.evaluation (evaluate_once, evaluation_loop) and slim.nets (the model zoo, imported on first
 use)."""
+from pygrad.contrib import metrics  # noqa: F401
 from pygrad.contrib.framework.arg_scope import (  # noqa: F401
                                                 add_arg_scope,
                                                 arg_scope,
@@ -76,7 +77,6 @@ from pygrad.contrib.layers import (  # noqa: F401
                                                 xavier_initializer,
                                                 xavier_initializer_conv2d,
 )
-from pygrad.contrib import metrics  # noqa: F401,E402
 from pygrad.contrib.slim import evaluation, learning, losses  # noqa: F401
 
 
