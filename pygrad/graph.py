@@ -17,6 +17,7 @@ class GraphKeys:
     MODEL_VARIABLES = "model_variables"
     MOVING_AVERAGE_VARIABLES = "moving_average_variables"
     GLOBAL_STEP = "global_step"
+    EVAL_STEP = "eval_step"
     LOSSES = "losses"
     REGULARIZATION_LOSSES = "regularization_losses"
     SUMMARIES = "summaries"

@@ -72,8 +72,8 @@ def tf_peer():
 @pytest.fixture(scope="session")
 def tf_slim(tf_peer):
     """The tf_slim package (TF-Slim and contrib.layers for TF 2) on tensorflow.compat.v1, for the
-    contrib and slim cross-checks; the test is skipped without it. tf_slim 1.1 names three things TF
-    2.21 moved: tf_keras's legacy layers (now under tf_keras.src), ops.Tensor,
+    contrib and slim cross-checks; the test is skipped without it. tf_slim 1.1 names things TF
+    2.21 moved: tf_keras's legacy layers (now under tf_keras.src), ops.Tensor, ops.IndexedSlices,
     control_flow_ops.cond and variable_scope.variable; the missing names are aliased to where they
     live now."""
     import importlib
@@ -91,6 +91,8 @@ def tf_slim(tf_peer):
             from tensorflow.python.ops import control_flow_ops, variable_scope
             if not hasattr(ops, "Tensor"):
                 ops.Tensor = tf_peer.Tensor
+            if not hasattr(ops, "IndexedSlices"):
+                ops.IndexedSlices = tf_peer.IndexedSlices
             if not hasattr(control_flow_ops, "cond"):
                 control_flow_ops.cond = tf_peer.cond
             if not hasattr(variable_scope, "variable"):

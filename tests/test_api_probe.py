@@ -216,6 +216,25 @@ def _slim_model():
         loss is not None and len(slim.get_variables_to_restore(exclude=["fully_connected"])) == 4
 
 
+def _optimize_loss():
+    loss = tf.reduce_sum(tf.square(tf.Variable([1.0, -2.0])))
+    step = tf.contrib.layers.optimize_loss(loss, tf.train.get_or_create_global_step(), 0.1, "SGD")
+    train = tf.contrib.slim.learning.create_train_op(loss, tf.train.GradientDescentOptimizer(0.1))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        return sess.run(step) == 5.0 and sess.run(train) < 5.0
+
+
+def _slim_nets():
+    from pygrad.contrib.slim.nets import alexnet, inception, resnet_v1, resnet_v2, vgg
+    x = tf.placeholder(tf.float32, [1, 224, 224, 3])
+    with tf.contrib.slim.arg_scope(resnet_v1.resnet_arg_scope()):
+        logits, end_points = resnet_v1.resnet_v1_50(x, 10)
+    return logits.shape.as_list() == [1, 1, 1, 10] and "predictions" in end_points and all(
+        callable(f) for f in (vgg.vgg_16, vgg.vgg_19, vgg.vgg_a, alexnet.alexnet_v2, resnet_v1.resnet_v1_101,
+                              resnet_v2.resnet_v2_50, inception.inception_v1, inception.inception_v3))
+
+
 def _print():
     y = tf.Print(tf.constant(2.0), [tf.constant(7)], "v")
     return run(y) == 2.0
@@ -293,6 +312,11 @@ PROBES = {
     "contrib.layers.layer_norm": lambda: abs(run(tf.reduce_mean(tf.contrib.layers.layer_norm(tf.constant(X4))))) < 1e-6,
     "contrib.framework.arg_scope": lambda: tf.contrib.framework.arg_scoped_arguments(tf.contrib.layers.flatten)
     == ("outputs_collections", "scope"),
+    "contrib.layers.optimize_loss / slim.learning.create_train_op": _optimize_loss,
+    "contrib.slim.evaluation / slim.learning.train / train.FinalOpsHook": lambda: callable(
+        tf.contrib.slim.evaluation.evaluate_once) and callable(tf.contrib.slim.evaluation.evaluation_loop) and
+    callable(tf.contrib.slim.learning.train) and issubclass(tf.train.FinalOpsHook, tf.train.SessionRunHook),
+    "contrib.slim.nets (vgg, alexnet, resnet_v1, resnet_v2, inception)": _slim_nets,
     "sort / argsort": lambda: list(run(tf.sort(tf.constant([3., 1., 2.])))) == [1, 2, 3] and
     list(run(tf.argsort(tf.constant([3., 1., 2.]), direction="DESCENDING"))) == [0, 2, 1],
     # tf.nn and math

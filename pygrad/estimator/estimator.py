@@ -44,16 +44,6 @@ class _DatasetInitializerHook(hooks_lib.SessionRunHook):
         session.run(self._iterator.initializer)
 
 
-class _FinalOpsHook(hooks_lib.SessionRunHook):
-    """The values of final_ops when the session ends."""
-
-    def __init__(self, final_ops):
-        self._final_ops, self.values = final_ops, None
-
-    def end(self, session):
-        self.values = session.run(self._final_ops)
-
-
 class _StopAfterNEvalsHook(hooks_lib.SessionRunHook):
     def __init__(self, num_evals):
         self._num_evals, self._done = num_evals, 0
@@ -281,7 +271,7 @@ class Estimator:
                 raise ValueError("Metric with name `global_step` is not allowed, because Estimator already defines a "
                                  "default metric with the same name.")
             values[GraphKeys.GLOBAL_STEP] = step
-            final = _FinalOpsHook(values)
+            final = hooks_lib.FinalOpsHook(values)
             all_hooks = input_hooks + hooks + list(spec.evaluation_hooks) + [final]
             update = state_ops.group(*updates)
             _log.info("Starting evaluation")
@@ -290,7 +280,7 @@ class Estimator:
             with MonitoredSession(session_creator=creator, hooks=all_hooks) as sess:
                 while not sess.should_stop():
                     sess.run(update)
-            results = final.values
+            results = final.final_ops_values
             _log.info("Saving dict for global step %d: %s", results[GraphKeys.GLOBAL_STEP],
                       ", ".join(f"{k} = {v}" for k, v in sorted(results.items())))
             _write_summaries(self.eval_dir(name), results, checkpoint_path)

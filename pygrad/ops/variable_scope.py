@@ -198,8 +198,8 @@ def _true_getter(name, shape=None, dtype=None, initializer=None, regularizer=Non
         if initializer is None:
             initializer = init_ops.glorot_uniform_initializer() if dt.is_floating else init_ops.zeros_initializer()
         init_fn = lambda: initializer(shape.as_list(), dtype=dt)  # noqa: E731
-    graph.unique_name(full)  # mark the name used, so later ops named like it get a suffix
     with graph.name_scope(None), graph.control_dependencies(None):  # TF's init_scope
+        graph.unique_name(full)  # mark the full name used, so later ops and scopes named like it get a suffix
         var = Variable(init_fn, trainable=True if trainable is None else trainable, collections=collections,
                        name=full + "/", dtype=dtype)
     store[full] = var

@@ -40,6 +40,9 @@ __all__ += ["CheckpointSaverHook", "CheckpointSaverListener", "ChiefSessionCreat
             "MonitoredSession", "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Scaffold",
             "SecondOrStepTimer", "SessionCreator", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
             "SessionRunValues", "SingularMonitoredSession", "StepCounterHook", "StopAtStepHook", "SummarySaverHook"]
+from pygrad.train.hooks import FinalOpsHook  # noqa: E402
+
+__all__ += ["FinalOpsHook"]
 
 # Meta graphs (.meta files) and GraphDef files.
 from pygrad.meta_graph import export_meta_graph, write_graph  # noqa: E402

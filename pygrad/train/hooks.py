@@ -1,7 +1,7 @@
 """Session run hooks, as TensorFlow 1's session_run_hook.py and basic_session_run_hooks.py: a hook
 sees each MonitoredSession.run (before_run may add fetches and feeds, after_run gets their
 values) and the session's start and end. StopAtStepHook, LoggingTensorHook, CheckpointSaverHook,
-NanTensorHook, StepCounterHook and SummarySaverHook are TF's."""
+NanTensorHook, StepCounterHook, SummarySaverHook and FinalOpsHook are TF's."""
 import collections
 import logging
 import os
@@ -304,6 +304,22 @@ class CheckpointSaverHook(SessionRunHook):
                                f"passing it to the constructor.")
         self._saver = savers[0]
         return self._saver
+
+
+class FinalOpsHook(SessionRunHook):
+    """Runs final_ops when the session ends; final_ops_values holds what they returned."""
+
+    def __init__(self, final_ops, final_ops_feed_dict=None):
+        self._final_ops, self._final_ops_feed_dict = final_ops, final_ops_feed_dict
+        self._final_ops_values = None
+
+    @property
+    def final_ops_values(self):
+        return self._final_ops_values
+
+    def end(self, session):
+        if self._final_ops is not None:
+            self._final_ops_values = session.run(self._final_ops, feed_dict=self._final_ops_feed_dict)
 
 
 class NanTensorHook(SessionRunHook):

@@ -1,5 +1,6 @@
 """tf.contrib.layers: TF-Slim's layers (conv2d, fully_connected, batch_norm, ...) with
-arg_scope support, their regularizers and initializers, and the summarize_* helpers."""
+arg_scope support, their regularizers and initializers, the summarize_* helpers and
+optimize_loss."""
 from pygrad.contrib.layers.convolutional import (  # noqa: F401
                                                  avg_pool2d,
                                                  conv2d,
@@ -22,6 +23,7 @@ from pygrad.contrib.layers.core import (  # noqa: F401
                                                  relu,
                                                  relu6,
                                                  repeat,
+                                                 softmax,
                                                  stack,
 )
 from pygrad.contrib.layers.initializers import (  # noqa: F401
@@ -35,6 +37,12 @@ from pygrad.contrib.layers.initializers import (  # noqa: F401
                                                  xavier_initializer_conv2d,
 )
 from pygrad.contrib.layers.normalization import batch_norm, layer_norm  # noqa: F401
+from pygrad.contrib.layers.optimizers import (  # noqa: F401
+                                                 OPTIMIZER_CLS_NAMES,
+                                                 OPTIMIZER_SUMMARIES,
+                                                 adaptive_clipping_fn,
+                                                 optimize_loss,
+)
 from pygrad.contrib.layers.summaries import (  # noqa: F401
                                                  summarize_activation,
                                                  summarize_activations,

@@ -1,4 +1,4 @@
-"""TF-Slim's fully_connected, dropout, flatten, one_hot_encoding, repeat and stack, and
+"""TF-Slim's fully_connected, dropout, flatten, one_hot_encoding, repeat, stack and softmax, and
 contrib's embed_sequence: on pygrad.layers' Dense, Dropout and flatten, with TF-Slim's defaults
 (relu, xavier weights, keep_prob 0.5 with is_training=True) and scopes ('fully_connected',
 'Dropout', 'Flatten', 'OneHotEncoding', 'Repeat', 'Stack', 'EmbedSequence')."""
@@ -14,6 +14,7 @@ from pygrad.contrib.layers.utils import (
     add_variable_to_collections,
     build_variable_getter,
     collect_named_outputs,
+    last_dimension,
     model_variable_getter,
 )
 from pygrad.graph import get_default_graph
@@ -27,11 +28,12 @@ from pygrad.ops.array_ops import shape as shape_of
 from pygrad.ops.embedding_ops import embedding_lookup
 from pygrad.ops.manip_ops import concat, gather, one_hot
 from pygrad.ops.nn_ops import relu as nn_relu
+from pygrad.ops.nn_ops import softmax as nn_softmax
 from pygrad.ops.scatter_ops import unique
 from pygrad.ops.variable_scope import variable_scope
 
 __all__ = ["dropout", "elu", "embed_sequence", "flatten", "fully_connected", "linear", "one_hot_encoding", "relu", "relu6",
-           "repeat", "stack"]
+           "repeat", "softmax", "stack"]
 
 
 @add_arg_scope
@@ -99,6 +101,17 @@ def one_hot_encoding(labels, num_classes, on_value=1.0, off_value=0.0, outputs_c
             labels = math_ops.cast(labels, dtypes.int64)
         outputs = one_hot(labels, num_classes, on_value=on_value, off_value=off_value)
         return collect_named_outputs(outputs_collections, sc, outputs)
+
+
+def softmax(logits, scope=None):
+    """nn.softmax over the last dimension of an N-D (N > 1) tensor, as a 2-D softmax of the rows
+    reshaped back (variable scope `scope`, default 'softmax')."""
+    with variable_scope(scope, "softmax", [logits]):
+        logits = convert_to_tensor(logits)
+        num_logits = last_dimension(logits.shape, min_rank=2)
+        predictions = reshape(nn_softmax(reshape(logits, [-1, num_logits])), shape_of(logits))
+        predictions.set_shape(logits.shape)
+        return predictions
 
 
 def _layer_name(layer, fallback):

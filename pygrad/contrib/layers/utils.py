@@ -60,6 +60,28 @@ def collect_named_outputs(collections, alias, outputs):
     return outputs
 
 
+def convert_collection_to_dict(collection, clear_collection=False):
+    """{alias: tensor} of a collection filled by collect_named_outputs (a tensor without aliases
+    under its name), in collection order; TF-Slim's end_points."""
+    graph = get_default_graph()
+    out = {alias: t for t in graph.get_collection(collection) for alias in (getattr(t, "aliases", None) or [t.name])}
+    if clear_collection:
+        graph.clear_collection(collection)
+    return out
+
+
+def last_dimension(shape, min_rank=1):
+    """The static size of shape's last dimension; ValueError if unknown or the rank is below min_rank."""
+    if shape.dims is None:
+        raise ValueError("dims of shape must be known but is None")
+    if len(shape.dims) < min_rank:
+        raise ValueError(f"rank of shape must be at least {min_rank} not: {len(shape.dims)}")
+    value = shape.as_list()[-1]
+    if value is None:
+        raise ValueError("last dimension shape must be known but is None")
+    return value
+
+
 def static_flag(pred):
     """pred as a Python bool when the graph fixes it (a bool, or a constant tensor), else None."""
     if isinstance(pred, bool):

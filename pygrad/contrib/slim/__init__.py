@@ -1,6 +1,8 @@
 """tf.contrib.slim (TF-Slim): the contrib layers, arg_scope and the variable helpers under one
-name, slim.losses and slim.metrics (tf.contrib.metrics). slim.learning, slim.evaluation and
-slim.nets are not here."""
+name, slim.losses, slim.metrics (tf.contrib.metrics), slim.learning (create_train_op, train),
+slim.evaluation (evaluate_once, evaluation_loop) and slim.nets (the model zoo, imported on first
+use)."""
+from pygrad.contrib import metrics  # noqa: F401
 from pygrad.contrib.framework.arg_scope import (  # noqa: F401
                                                 add_arg_scope,
                                                 arg_scope,
@@ -60,6 +62,7 @@ from pygrad.contrib.layers import (  # noqa: F401
                                                 repeat,
                                                 separable_conv2d,
                                                 separable_convolution2d,
+                                                softmax,
                                                 stack,
                                                 sum_regularizer,
                                                 summarize_activation,
@@ -74,5 +77,12 @@ from pygrad.contrib.layers import (  # noqa: F401
                                                 xavier_initializer,
                                                 xavier_initializer_conv2d,
 )
-from pygrad.contrib.slim import losses  # noqa: F401
-from pygrad.contrib import metrics  # noqa: F401,E402
+from pygrad.contrib.slim import evaluation, learning, losses  # noqa: F401
+
+
+def __getattr__(name):
+    """slim.nets, imported when first named (as `import tensorflow.contrib.slim.nets` would)."""
+    if name == "nets":
+        import importlib
+        return importlib.import_module("pygrad.contrib.slim.nets")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
