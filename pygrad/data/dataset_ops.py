@@ -71,11 +71,11 @@ class Dataset:
     # ---- sources ----
     @staticmethod
     def from_tensor_slices(tensors):
-        return _SliceDataset(tensors)
+        return _SliceDataset(_lists_as_arrays(tensors))
 
     @staticmethod
     def from_tensors(tensors):
-        return _TensorDataset(tensors)
+        return _TensorDataset(_lists_as_arrays(tensors))
 
     @staticmethod
     def range(*args, output_type=dtypes.int64):
@@ -118,6 +118,17 @@ class Dataset:
     def filter(self, predicate):
         return _FilterDataset(self, predicate)
 
+    def interleave(self, map_func, cycle_length=None, block_length=None, num_parallel_calls=None):
+        """The elements of the datasets map_func makes of this one's, cycle_length at a time, taking
+        block_length from each in turn (pygrad/data/interleave_ops.py)."""
+        from pygrad.data.interleave_ops import InterleaveDataset
+        return InterleaveDataset(self, map_func, cycle_length, block_length)
+
+    def flat_map(self, map_func):
+        """The elements of the datasets map_func makes of this one's, one dataset after the other."""
+        from pygrad.data.interleave_ops import InterleaveDataset
+        return InterleaveDataset(self, map_func, 1, 1)
+
     def take(self, count):
         return _TakeSkipDataset(self, count, take=True)
 
@@ -154,6 +165,19 @@ class Dataset:
     def __iter__(self):
         raise RuntimeError("tf.data.Dataset is only iterable in eager mode; in a graph use "
                            "make_one_shot_iterator() or make_initializable_iterator() and get_next()")
+
+
+def _lists_as_arrays(x):
+    """tf.data's reading of a structure: a list of values is one component (a tensor), not a
+    sequence of them; tuples and dicts are structure."""
+    if isinstance(x, list) and not any(isinstance(v, TensorLike) for v in nest.flatten(x)):
+        return array_ops.numpy_value(x)
+    if isinstance(x, dict):
+        return type(x)((k, _lists_as_arrays(v)) for k, v in x.items())
+    if isinstance(x, tuple):
+        parts = [_lists_as_arrays(v) for v in x]
+        return type(x)(*parts) if hasattr(x, "_fields") else tuple(parts)
+    return x
 
 
 def _as_component(x):
@@ -207,14 +231,17 @@ class _RangeDataset(Dataset):
         if not 1 <= len(args) <= 3:
             raise TypeError(f"Dataset.range takes 1 to 3 arguments (start, stop, step), got {len(args)}")
         start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
-        if step == 0:
+        self._range = [_capture(x, "Dataset.range") for x in (start, stop, step)]
+        if not isinstance(self._range[2], Tensor) and step == 0:
             raise errors.InvalidArgumentError(None, None, "Dataset.range: step must not be 0")
-        super().__init__([(dtype, TensorShape([]))], 0)
-        self._range = (start, stop, step)
+        super().__init__([(dtype, TensorShape([]))], 0, [x for x in self._range if isinstance(x, Tensor)])
 
     def _elements(self, ctx):
         np_dtype = self._specs[0][0].np
-        for v in range(*self._range):
+        start, stop, step = (int(ctx.value(x)) for x in self._range)
+        if step == 0:
+            raise errors.InvalidArgumentError(None, None, "Dataset.range: step must not be 0")
+        for v in range(start, stop, step):
             yield [np.array(v, np_dtype)]
 
 
@@ -519,17 +546,22 @@ class _Traced:
     host context)."""
 
     def __init__(self, fn, input_dataset, what):
-        graph = get_default_graph()
-        with graph.name_scope(what):
-            self.inputs = [array_ops.placeholder(d, s, name=f"arg{i}") for i, (d, s) in enumerate(input_dataset._specs)]
-            args = nest.pack_sequence_as(input_dataset._structure, self.inputs)
-            result = fn(*args) if isinstance(args, tuple) and not hasattr(args, "_fields") else fn(args)
+        with get_default_graph().name_scope(what):
+            self.inputs, result = trace(fn, input_dataset)
             self.structure = result
             self.outputs = [array_ops.convert_to_tensor(x) for x in nest.flatten(result)]
         self.what = what
 
     def __call__(self, ctx, element):
-        return ctx.host.run(self.outputs, dict(zip(self.inputs, element)))
+        return ctx.host.run(self.outputs, {**ctx.feeds, **dict(zip(self.inputs, element))})
+
+
+def trace(fn, input_dataset):
+    """fn called once on placeholders that stand for an element of input_dataset, its components
+    as separate arguments when the element is a tuple: (the placeholders, fn's result)."""
+    inputs = [array_ops.placeholder(d, s, name=f"arg{i}") for i, (d, s) in enumerate(input_dataset._specs)]
+    args = nest.pack_sequence_as(input_dataset._structure, inputs)
+    return inputs, fn(*args) if isinstance(args, tuple) and not hasattr(args, "_fields") else fn(args)
 
 
 class _MapDataset(_Unary):

@@ -17,12 +17,14 @@ _END = object()  # a pipeline that has run out
 
 class PipelineContext:
     """What iterating a dataset needs: the run's host context (state per session; runs of traced
-    functions in the session) and the values the initializing run computed for the tensors the
-    dataset captured."""
+    functions in the session), the values the initializing run computed for the tensors the
+    dataset captured, and, for a dataset made by a function of another's element (interleave),
+    the values of the enclosing functions' arguments, which runs of its own functions feed."""
 
-    def __init__(self, host, captured):
+    def __init__(self, host, captured, feeds=None):
         self.host = host  # host.HostContext
         self.captured = captured  # {tensor: value}
+        self.feeds = feeds or {}  # {placeholder: value}
 
     def value(self, x):
         return self.captured[x] if x in self.captured else x
