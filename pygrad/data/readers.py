@@ -12,7 +12,7 @@ import numpy as np
 
 from pygrad import dtypes, errors
 from pygrad.data.dataset_ops import Dataset, _capture
-from pygrad.data.interleave_ops import cycle_length_of, interleave
+from pygrad.data.interleave_ops import check_lengths, interleave
 from pygrad.graph import Tensor
 from pygrad.platform import tf_record
 from pygrad.shapes import TensorShape
@@ -51,7 +51,7 @@ class _FileDataset(Dataset):
         if self._parallel_reads is None:  # one file after the other (TF: flat_map)
             return (record for path in self._paths(ctx) for record in records(path))
         # TF: parallel_interleave of the files, a record from each in turn
-        return interleave(iter(self._paths(ctx)), records, cycle_length_of(ctx.value(self._parallel_reads)), 1)
+        return interleave(iter(self._paths(ctx)), records, check_lengths(int(ctx.value(self._parallel_reads)))[0], 1)
 
 
 def _open(path):
