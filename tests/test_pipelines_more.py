@@ -146,7 +146,7 @@ def test_cifar10_distorted_inputs_train_a_convnet(tmp_path):
 
     def build(m):  # cifar10_input.distorted_inputs with 2 preprocessing threads
         files = m.train.string_input_producer(paths, seed=1)
-        key, label, image = read_cifar10(m, files)
+        _, label, image = read_cifar10(m, files)
         image = m.random_crop(m.cast(image, m.float32), [24, 24, 3], seed=2)
         image = m.image.random_flip_left_right(image, seed=3)
         image = m.image.random_brightness(image, max_delta=63, seed=4)

@@ -21,7 +21,6 @@ from pygrad.ops.random_ops import get_seed
 from pygrad.shapes import TensorShape, as_shape
 
 
-
 def _capture(x, what, dtype=dtypes.int64):
     """A dataset argument: a Python value as it is, or a scalar graph tensor of the right kind."""
     if isinstance(x, TensorLike):
