@@ -144,6 +144,18 @@ def executing_eagerly():
 
 # Sparse gradients (tf.nn's embedding_lookup and the sparse optimizer updates)
 from pygrad.ops.indexed_slices import IndexedSlices, IndexedSlicesValue  # noqa: E402,F401
+# Sparse tensors (tf.SparseTensor, tf.sparse_*; tf.sparse is the alias table's)
+from pygrad.ops.sparse_tensor import (SparseTensor, SparseTensorValue,  # noqa: E402,F401
+                                      convert_to_tensor_or_sparse_tensor, sparse_placeholder)
+from pygrad.ops.sparse_ops import (invert_permutation, sparse_add, sparse_concat, sparse_merge,  # noqa: E402,F401
+                                   sparse_reorder, sparse_reshape, sparse_retain, sparse_tensor_to_dense,
+                                   sparse_to_dense, sparse_to_indicator)
+from pygrad.ops.sparse_ops import from_dense as sparse_from_dense  # noqa: E402,F401
+from pygrad.ops.string_split import string_split  # noqa: E402,F401
+from pygrad.ops.sparse_math import (sparse_fill_empty_rows, sparse_reduce_sum,  # noqa: E402,F401
+                                    sparse_tensor_dense_matmul)
+from pygrad.ops.sparse_embedding import (sparse_segment_mean, sparse_segment_sqrt_n,  # noqa: E402,F401
+                                         sparse_segment_sum)
 
 
 # tf.layers, tf.losses, tf.contrib (layers, rnn)

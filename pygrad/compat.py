@@ -40,6 +40,13 @@ NAMESPACES = {
                      "global_variables": "global_variables_initializer",
                      "local_variables": "local_variables_initializer", "variables": "variables_initializer"},
     "io": {"write_graph": "train.write_graph"},
+    "sparse": {"SparseTensor": "SparseTensor", "placeholder": "sparse_placeholder", "to_dense": "sparse_tensor_to_dense",
+               "reorder": "sparse_reorder", "reshape": "sparse_reshape", "concat": "sparse_concat", "add": "sparse_add",
+               "reduce_sum": "sparse_reduce_sum", "retain": "sparse_retain", "fill_empty_rows": "sparse_fill_empty_rows",
+               "to_indicator": "sparse_to_indicator", "merge": "sparse_merge", "from_dense": "sparse_from_dense",
+               "matmul": "sparse_tensor_dense_matmul", "sparse_dense_matmul": "sparse_tensor_dense_matmul",
+               "segment_sum": "sparse_segment_sum", "segment_mean": "sparse_segment_mean",
+               "segment_sqrt_n": "sparse_segment_sqrt_n"},
 }
 
 

@@ -467,6 +467,8 @@ def _derived(op, source):
         return op.inputs[int(source[2:])].dtype
     if source.startswith("out") and source[3:].isdigit():
         return op.outputs[int(source[3:])].dtype
+    if source == "inN":
+        return op.inputs[op.attrs["N"]].dtype
     values = {"ins": lambda: [t.dtype for t in op.inputs], "ins1:": lambda: [t.dtype for t in op.inputs[1:]],
               "outs": lambda: [t.dtype for t in op.outputs], "out_shapes": lambda: [t.shape for t in op.outputs],
               "n_ins": lambda: len(op.inputs), "n_outs": lambda: len(op.outputs),

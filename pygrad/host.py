@@ -18,7 +18,7 @@ import threading
 
 from pygrad import errors
 from pygrad.graph import Tensor, reachable
-from pygrad.registry import AFTER, ALIAS, BEFORE, BETWEEN, CONST, HOST, HostError
+from pygrad.registry import AFTER, ALIAS, BEFORE, BETWEEN, CONST, HOST, VARIABLE, HostError
 
 
 class HostContext:
@@ -130,8 +130,8 @@ def plan_host_run(graph, elements, feed_tensors):
         later = _needed(later_roots, after)
         boundary = []
         for o in later - ran:
-            for t in o.inputs:
-                if t.op in ran and t not in after and t not in boundary:
+            for t in o.inputs:  # (a variable is the session's: every stage reads it, none feeds it)
+                if t.op in ran and t not in after and t not in boundary and t.op.opdef.lowering != VARIABLE:
                     boundary.append(t)
         boundary += [e for e in elements if isinstance(e, Tensor) and e.op in ran and e not in after
                      and e not in boundary]

@@ -14,6 +14,7 @@ from pygrad import dtypes, import_control_flow, nn
 from pygrad.op_identity import TABLE
 from pygrad.ops import (array_ops, cumulative_ops, logging_ops, manip_ops, math_ops, random_ops, reduction_ops,
                         scatter_ops, sequence_ops, slice_ops, state_ops, topk_ops)
+from pygrad.ops.shape_exprs import all_known
 from pygrad.registry import OpDef
 
 # pygrad attributes with no TF counterpart that a generic build may leave to the op's default.
@@ -40,95 +41,10 @@ def build_generic(b, ptype):
 
 # ---------------------------------------------------------------- shapes the graph knows
 
-_ARITHMETIC = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "FloorDiv": np.floor_divide,
-               "FloorMod": np.mod, "Maximum": np.maximum, "Minimum": np.minimum}
-
-
-def symbolic(t):
-    """The value of t, an integer tensor of the kind TF computes shapes with, as an object array
-    of ints and (tensor, axis) sizes the plan knows (dimension axis of tensor); None if t is not
-    one. What it reads: constants, Shape, Size and Rank, Pack, ConcatV2, Transpose, Reshape,
-    ExpandDims, StridedSlice and Slice of those, GatherV2 at constant indices, Fill and Range of
-    known sizes, arithmetic on known values, and Prod or Sum of a vector with one unknown size."""
-    v = _symbolic(t)
-    return v if v is None or isinstance(v, np.ndarray) and v.dtype == object else _element(
-        v.item() if isinstance(v, np.ndarray) else v)
-
-
-def _symbolic(t):
-    if not (t.dtype.is_integer or t.dtype == dtypes.bool_):
-        return None
-    op, ins = t.op, t.op.inputs
-    a, ty = op.attrs, op.type
-    if ty == "Const":
-        return np.asarray(a["value"]).astype(object)
-    if ty in ("Identity", "StopGradient", "Cast"):
-        return symbolic(ins[0])
-    if ty == "Shape":
-        dims = ins[0].shape.dims
-        return None if dims is None else np.array([d if d is not None else (ins[0], i) for i, d in enumerate(dims)]
-                                                  + [0], object)[:-1]
-    if ty in ("Size", "Rank"):
-        x = ins[0].shape
-        known = x.ndims if ty == "Rank" else x.num_elements() if x.is_fully_defined() else None
-        return None if known is None else np.array(known, object)
-    parts = [symbolic(i) for i in ins] if ty in ("Pack", "ConcatV2", "GatherV2") or ty in _ARITHMETIC else None
-    if parts is not None and any(p is None for p in parts):
-        return None
-    if ty == "Pack":
-        return np.stack(parts, axis=a["axis"])
-    if ty == "ConcatV2":
-        return np.concatenate(parts, axis=a["axis"])
-    if ty == "GatherV2" and _known(parts[1]):
-        out = np.take(parts[0], parts[1].astype(np.int64), axis=a["axis"])
-        return out if isinstance(out, np.ndarray) else _element(out)
-    if ty in _ARITHMETIC:
-        return _ARITHMETIC[ty](parts[0].astype(np.int64), parts[1].astype(np.int64)).astype(object) \
-            if all(_known(p) for p in parts) else None
-    v = symbolic(ins[0]) if ins and ty not in ("Fill", "Range") else None
-    if ty in ("Prod", "Sum") and v is not None and v.ndim == 1 and tuple(a["axis"]) in ((0,), (-1,)):
-        known = [int(d) for d in v if not isinstance(d, tuple)]
-        refs = [d for d in v if isinstance(d, tuple)]
-        total = int(np.prod(known)) if ty == "Prod" else int(np.sum(known))
-        if not refs:
-            return np.array(total, object)
-        return _element(refs[0]) if len(refs) == 1 and total == (1 if ty == "Prod" else 0) else None
-    if ty == "Transpose" and v is not None:
-        return np.transpose(v, a["perm"])
-    if ty == "Reshape" and v is not None and len(ins) == 1:
-        return v.reshape(a["shape"])
-    if ty == "ExpandDims" and v is not None:
-        return np.expand_dims(v, a["axis"])
-    if ty == "StridedSlice" and v is not None and v.ndim == 1 and len(a["begin"]) == 1 and not (
-            a["ellipsis_mask"] or a["new_axis_mask"]):
-        if a["shrink_axis_mask"] & 1:
-            return _element(v[a["begin"][0]])
-        return v[slice(None if a["begin_mask"] & 1 else a["begin"][0], None if a["end_mask"] & 1 else a["end"][0],
-                       a["strides"][0])]
-    if ty == "Slice" and v is not None and len(ins) == 1:
-        return v[tuple(slice(b, None if n == -1 else b + n) for b, n in zip(a["begin"], a["size"]))]
-    if ty == "Fill" and len(ins) == 0:
-        return np.full(a["dims"], a["value"], object)
-    if ty == "Range" and ins[0].shape.dims is not None and ins[0].shape.dims[a["axis"]] is not None:
-        return np.arange(int(a["start"]), ins[0].shape.dims[a["axis"]], int(a["delta"])).astype(object)
-    return None
-
-
-def _element(d):
-    """A 0-d object array holding one dim (an int, or a (tensor, axis) pair kept whole)."""
-    out = np.empty((), object)
-    out[()] = d
-    return out
-
-
-def _known(v):
-    return v is not None and not any(isinstance(d, tuple) for d in v.reshape(-1))
-
-
 def materialize(v, dtype, name):
     """A tensor holding v (a symbolic() value): a constant if every size is known, else (1-D) a
     stack of tf.shape(t)[axis] sizes, which pygrad's shape arguments read back."""
-    if _known(v):
+    if all_known(v):
         return array_ops.constant(v.astype(np.int64).astype(dtype.np), name=name)
     if v.ndim != 1:
         raise ValueError(f"{name}: a {v.ndim}-D shape value with sizes known only when the graph runs")
@@ -431,6 +347,8 @@ BUILDERS = {
                                              name=b.name),
     "ConcatV2": lambda b: manip_ops.concat(b.x[:-1], int(b.value(len(b.x) - 1)), name=b.name),
     "Pack": lambda b: manip_ops.stack(b.x, axis=b.attr("axis", 0), name=b.name),
+    "SparseConcat": lambda b: OpDef.all["SparseConcat"](*b.x, concat_dim=b.attr("concat_dim"), N=b.attr("N"),
+                                                        name=b.name),
     "Unpack": lambda b: manip_ops.unstack(b.x[0], num=b.attr("num"), axis=b.attr("axis", 0), name=b.name),
     "Split": lambda b: manip_ops.split(b.x[1], b.attr("num_split"), axis=int(b.value(0)), name=b.name),
     "SplitV": lambda b: manip_ops.split(b.x[0], b.ints(1).tolist(), axis=int(b.value(2)), name=b.name),

@@ -13,8 +13,9 @@ import numpy as np
 from pygrad import dtypes, errors
 from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph
 from pygrad.import_control_flow import CONTROL_FLOW_TYPES, Analysis, Regradient, lift_cond, lift_while, split
-from pygrad.import_ops import as_size, builder, constant, symbolic
+from pygrad.import_ops import as_size, builder, constant
 from pygrad.ops import array_ops
+from pygrad.ops.shape_exprs import symbolic
 from pygrad.ops.tensor_array_ops import TensorArray
 
 _NP = {1: np.float32, 2: np.float64, 3: np.int32, 4: np.uint8, 5: np.int16, 6: np.int8, 7: np.object_,

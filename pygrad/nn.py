@@ -7,6 +7,7 @@ from pygrad.ops.candidate_sampling import (log_uniform_candidate_sampler, nce_lo
 from pygrad.ops.conv_ops import avg_pool, avg_pool2d, conv2d, conv2d_transpose, max_pool, max_pool2d  # noqa: F401
 from pygrad.ops.depthwise_ops import depthwise_conv2d, depthwise_conv2d_native, separable_conv2d  # noqa: F401
 from pygrad.ops.embedding_ops import embedding_lookup  # noqa: F401
+from pygrad.ops.sparse_embedding import embedding_lookup_sparse, safe_embedding_lookup_sparse  # noqa: F401
 from pygrad.ops.math_ops import relu, sigmoid, tanh  # noqa: F401
 from pygrad.ops.nn_impl import batch_normalization, fused_batch_norm, moments  # noqa: F401
 from pygrad.ops.nn_ops import (bias_add, l2_loss, log_softmax, softmax, softmax_cross_entropy_with_logits,  # noqa: F401

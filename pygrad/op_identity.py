@@ -36,6 +36,7 @@ DERIVED = {
     "array": "the handle (or the flow) of the chain's TensorArrayV3",
     "range": "the constant indices 0, ..., n - 1 of the array's rows",
     "dim": "dimension `axis` of input 0's shape (TF: Shape, then StridedSlice)",
+    "inN": "the dtype of input N, N the op's attribute (the first of a second list of inputs)",
 }
 
 TFOp = namedtuple("TFOp", "type attrs inputs derived ins own also note")
@@ -465,6 +466,36 @@ _PARSING = {
     "MatchingFiles":  tf("MatchingFiles"),
 }
 
+# ---------------------------------------------------------------- sparse_ops, sparse_math, sparse_embedding, string_split
+_SPARSE = {
+    "SparseToDense":  tf("SparseToDense", attrs="validate_indices", derived="T=in2 Tindices=in0"),
+    "SparseReorder":  tf("SparseReorder", derived="T=in1"),
+    "InvertPermutation": tf("InvertPermutation", derived="T=in0"),
+    "SparseReshape":  tf("SparseReshape"),
+    "SparseConcat":   tf("SparseConcat", attrs="concat_dim N", derived="T=inN", ins="indices* values* shapes*",
+                         note="inputs: N indices, then N values, then N shapes"),
+    "SparseAdd":      tf("SparseAdd",    derived="T=in1 Treal=in6"),
+    "SparseAddGrad":  tf("SparseAddGrad", derived="T=in0"),
+    "SparseTensorDenseAdd": tf("SparseTensorDenseAdd", derived="T=in1 Tindices=in0"),
+    "SparseTensorDenseMatMul": tf("SparseTensorDenseMatMul", attrs="adjoint_a adjoint_b", derived="T=in1 Tindices=in0"),
+    "SparseDenseCwiseMul": tf("SparseDenseCwiseMul", derived="T=in1"),
+    "SparseDenseCwiseDiv": tf("SparseDenseCwiseDiv", derived="T=in1"),
+    "SparseDenseGather": none("gradient helper of SparseDenseCwiseMul/Div: the dense element at each entry and its "
+                              "index; TF: Shape, FloorDiv, Slice, GatherNd"),
+    "SparseReduceSum": tf("SparseReduceSum", attrs="keep_dims", derived="T=in1"),
+    "SparseFillEmptyRows": tf("SparseFillEmptyRows", derived="T=in1"),
+    "SparseFillEmptyRowsGrad": tf("SparseFillEmptyRowsGrad", derived="T=in1"),
+    **{f"SparseSegment{k}": tf(f"SparseSegment{k}", derived="T=in0 Tidx=in1 Tsegmentids=in2")
+       for k in ("Sum", "Mean", "SqrtN")},
+    **{f"SparseSegment{k}WithNumSegments": tf(f"SparseSegment{k}WithNumSegments",
+                                              derived="T=in0 Tidx=in1 Tsegmentids=in2 Tnumsegments=in3")
+       for k in ("Sum", "Mean", "SqrtN")},
+    **{f"SparseSegment{k}Grad": tf(f"SparseSegment{k}Grad", derived="T=in0 Tidx=in1 Tsegmentids=in2")
+       for k in ("Sum", "Mean", "SqrtN")},
+    "StringSplit":    tf("StringSplit",  attrs="skip_empty"),
+    "StringSplitV2":  tf("StringSplitV2", attrs="maxsplit"),
+}
+
 # ---------------------------------------------------------------- train
 _TRAIN = {
     "ClipByGlobalNorm": none("fused tf.clip_by_global_norm: the global norm and every clipped tensor in one op; "
@@ -472,5 +503,5 @@ _TRAIN = {
 }
 
 FAMILIES = (_ARRAY, _MATH, _REDUCTION, _MANIP, _SLICE, _SCATTER, _SEQUENCE, _CUMULATIVE, _TOPK, _NN, _ACTIVATION,
-            _CONV, _DEPTHWISE, _LINALG, _RANDOM, _STATE, _TRAINING, _CONTROL_FLOW, _SUMMARY, _HOST, _PARSING, _TRAIN)
+            _CONV, _DEPTHWISE, _LINALG, _RANDOM, _STATE, _TRAINING, _CONTROL_FLOW, _SUMMARY, _HOST, _PARSING, _SPARSE, _TRAIN)
 TABLE = {t: entry for family in FAMILIES for t, entry in family.items()}

@@ -10,6 +10,7 @@ from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph, sessi
 from pygrad.host import HostContext, call_host, plan_host_run
 from pygrad.lowering import compile_run, out_of_memory
 from pygrad.ops.indexed_slices import IndexedSlices, IndexedSlicesValue
+from pygrad.ops.sparse_tensor import SparseTensor, SparseTensorValue, sparse_feed, sparse_parts
 from pygrad.plan_cache import PLAN_CACHE_ENTRIES, PlanCache
 from pygrad.registry import MAX_RANK
 from pygrad.session_store import SessionStore
@@ -27,6 +28,8 @@ class _Fetches:
         if isinstance(f, IndexedSlices):  # fetched as TF's IndexedSlicesValue of arrays
             parts = [f.values, f.indices] + ([f.dense_shape] if f.dense_shape is not None else [])
             return (IndexedSlicesValue, [self._flatten(p) for p in parts])
+        if isinstance(f, SparseTensor):  # fetched as TF's SparseTensorValue of arrays
+            return (SparseTensorValue, [self._flatten(p) for p in sparse_parts(f)])
         if isinstance(f, (Tensor, Operation)) or isinstance(f, (str, TensorLike)) or hasattr(f, "_as_graph_element"):
             self.elements.append(self._element(f))
             return len(self.elements) - 1
@@ -232,7 +235,11 @@ class BaseSession:
 
     def _feeds(self, feed_dict):
         tensors, arrays = [], []
-        for key, value in feed_dict.items():
+        items = feed_dict.items()
+        if any(isinstance(key, SparseTensor) for key in feed_dict):
+            items = [kv for key, value in items
+                     for kv in (sparse_feed(key, value) if isinstance(key, SparseTensor) else [(key, value)])]
+        for key, value in items:
             t = key if type(key) is Tensor and key.graph is self.graph else self._feed_key(key)
             want = t.dtype.np
             if type(value) is np.ndarray and value.dtype == want and value.flags.c_contiguous and value.flags.aligned \

@@ -8,6 +8,11 @@ import pytest
 import pygrad as tf
 
 
+def _sparse_fed():
+    sp = tf.sparse_placeholder(tf.float32)
+    return run(tf.sparse_reduce_sum(sp, 0), {sp: ([[0, 0]], [3.0], [1, 2])}).tolist() == [3, 0]
+
+
 def run(fetch, feed=None):
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -293,6 +298,17 @@ PROBES = {
     and run(tf.matching_files("*.toml")).tolist() == [b"pyproject.toml"] if tf.gfile.Exists("pyproject.toml")
     else run(tf.matching_files("no-such-*")).size == 0,
     "FIFOQueue (enqueue_many, close, dequeue_up_to)": _queue,
+    "SparseTensor / sparse_placeholder / sparse_tensor_to_dense / sparse.reduce_sum": lambda: run(
+        tf.sparse.to_dense(tf.SparseTensor([[0, 1], [1, 0]], [1.0, 2.0], [2, 2]))).tolist() == [[0, 1], [2, 0]] and
+    _sparse_fed(),
+    "sparse_to_dense / string_split / VarLenFeature": lambda: run(tf.sparse_to_dense([1], [3], 5)).tolist() == [
+        0, 5, 0] and run(tf.string_split(["a b"])).values.tolist() == [b"a", b"b"] and run(tf.parse_example(
+            tf.constant([b""]), {"v": tf.VarLenFeature(tf.int64)})["v"]).dense_shape.tolist() == [1, 0],
+    "nn.embedding_lookup_sparse / sparse_tensor_dense_matmul": lambda: run(tf.nn.embedding_lookup_sparse(
+        tf.constant(np.eye(3, dtype=np.float32)), tf.SparseTensor([[0, 0], [0, 1]], tf.constant([1, 2], tf.int64),
+                                                                  [1, 2]), None, combiner="sum")).tolist() == [
+        [0, 1, 1]] and run(tf.sparse_tensor_dense_matmul(tf.SparseTensor([[0, 1]], [2.0], [1, 2]),
+                                                          np.ones((2, 1), np.float32))).tolist() == [[2]],
     "train.string_input_producer + TextLineReader + train.batch": _text_line_batch,
     "train.shuffle_batch + range_input_producer": _shuffle_batch,
     # the surface around the graph

@@ -170,8 +170,8 @@ def test_parse_refuses_what_it_cannot_parse():
     data = tf.placeholder(tf.string, [])
     with pytest.raises(ValueError, match="requires allow_missing to be True"):
         tf.parse_single_example(data, {"q": tf.FixedLenSequenceFeature([], tf.float32)})
-    with pytest.raises(NotImplementedError, match="VarLenFeature.*SparseTensor"):
-        tf.io.parse_example(tf.placeholder(tf.string, [None]), {"v": tf.VarLenFeature(tf.float32)})
+    with pytest.raises(NotImplementedError, match="RaggedFeature.*RaggedTensor"):
+        tf.io.parse_example(tf.placeholder(tf.string, [None]), {"v": tf.io.RaggedFeature(tf.float32)})
     with pytest.raises(TypeError, match="float32, int64 or string"):
         tf.parse_single_example(data, {"x": tf.FixedLenFeature([], tf.float64)})
     parsed = tf.parse_single_example(data, {"x": tf.FixedLenFeature([], tf.float32)})

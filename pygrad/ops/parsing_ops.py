@@ -2,8 +2,9 @@
 parsed into dense tensors, one per feature of a dict of FixedLenFeature and FixedLenSequenceFeature,
 as TF's ParseExampleV2 parses them (its checks and messages: a required feature missing, a value
 count that does not match the shape, a list of the wrong kind). The parse runs in Python (a host
-op of stage BETWEEN, see host.py). VarLenFeature, SparseFeature and RaggedFeature can be declared,
-but parsing one raises NotImplementedError: their values are SparseTensors, which pygrad lacks.
+op of stage BETWEEN, see host.py). A VarLenFeature is parsed to a SparseTensor ([example, j] for the
+j-th value), a SparseFeature to one built by tf.sparse_merge of its index and value lists, as TF's.
+RaggedFeature (a RaggedTensor) is refused.
 """
 from collections import namedtuple
 
@@ -11,6 +12,9 @@ import numpy as np
 
 from pygrad import dtypes
 from pygrad.ops.array_ops import constant, convert_to_tensor, numpy_value
+from pygrad.graph import Tensor
+from pygrad.ops.sparse_ops import sparse_merge
+from pygrad.ops.sparse_tensor import SparseTensor
 from pygrad.registry import BETWEEN, HostError, OpDef, Spec, fail
 from pygrad.shapes import TensorShape, as_shape
 
@@ -38,7 +42,11 @@ def _(serialized, *dense_defaults, names, sparse_keys, dense_keys, ragged_keys, 
     if serialized.shape.ndims not in (0, 1):
         fail(f"serialized must be a scalar or a vector, got shape {serialized.shape}")
     batch = serialized.shape.as_list() if serialized.shape.ndims else []
-    return [Spec(d.dtype, TensorShape(batch + s.as_list())) for d, s in zip(dense_defaults, dense_shapes)]
+    rank = None if serialized.shape.ndims is None else serialized.shape.ndims + 1
+    return ([Spec(dtypes.int64, TensorShape([None, rank])) for _ in sparse_types]
+            + [Spec(t, TensorShape([None])) for t in sparse_types]
+            + [Spec(dtypes.int64, TensorShape([rank])) for _ in sparse_types]
+            + [Spec(d.dtype, TensorShape(batch + s.as_list())) for d, s in zip(dense_defaults, dense_shapes)])
 
 
 def _shape_text(dims):
@@ -47,7 +55,7 @@ def _shape_text(dims):
 
 def _values(feature, kind):
     """The values of one Feature as an array of kind's dtype, or the Feature's own kind on a mismatch."""
-    which = feature.WhichOneof("kind")
+    which = None if feature is None else feature.WhichOneof("kind")
     if which is not None and _KINDS[which] != kind:
         return _KINDS[which]
     if which is None:
@@ -129,15 +137,37 @@ def _(ctx, op, values):
         else:
             column = np.stack([r[j] for r in rows]) if rows else np.zeros([0] + dims, default.dtype)
         outs.append(column[0] if single else column)
-    return outs
+    return _sparse_columns(examples, single, names, a["sparse_keys"], a["sparse_types"]) + outs
+
+
+def _sparse_columns(examples, single, names, keys, kinds):
+    """The [indices, values, dense_shape] of each VarLenFeature, all indices first, as TF's outputs:
+    entry j of example i at [i, j] ([j] for one example), the dense shape [batch, longest]."""
+    indices, values, shapes = [], [], []
+    for key, kind in zip(keys, kinds):
+        rows = []
+        for i, example in enumerate(examples):
+            feature_map = example.features.feature
+            got = _values(feature_map[key], kind) if key in feature_map else _values(None, kind)
+            if isinstance(got, dtypes.DType):
+                where = f"Key: {key}.  " if single else f"Name: {names[i]}, Key: {key}, Index: {i}.  "
+                raise HostError(f"{where}Data types don't match. Expected type: {_TYPE_NAMES[kind]}, Actual type: "
+                                f"{_TYPE_NAMES[got]}")
+            rows.append(got)
+        longest = max((len(r) for r in rows), default=0)
+        ind = np.array([(i, j) for i, r in enumerate(rows) for j in range(len(r))], np.int64).reshape(-1, 2)
+        vals = np.concatenate(rows) if rows else np.empty(0, object if kind == dtypes.string else kind.np)
+        indices.append(ind[:, 1:] if single else ind)
+        values.append(vals.astype(object) if kind == dtypes.string else vals)
+        shapes.append(np.array([longest] if single else [len(rows), longest], np.int64))
+    return indices + values + shapes
 
 
 def _dense(key, feature, what):
     """(TensorShape, dtype, default tensor) of a dense feature (an empty default: required)."""
-    if isinstance(feature, (VarLenFeature, SparseFeature, RaggedFeature)):
-        raise NotImplementedError(f"{what}: feature '{key}' is a {type(feature).__name__}, whose value is a "
-                                  f"SparseTensor (or RaggedTensor), which pygrad does not have; use FixedLenFeature "
-                                  f"or FixedLenSequenceFeature(allow_missing=True)")
+    if isinstance(feature, RaggedFeature):
+        raise NotImplementedError(f"{what}: feature '{key}' is a RaggedFeature, whose value is a RaggedTensor, which "
+                                  f"pygrad does not have; use VarLenFeature (a SparseTensor) or FixedLenSequenceFeature")
     if not isinstance(feature, (FixedLenFeature, FixedLenSequenceFeature)):
         raise TypeError(f"{what}: feature '{key}' must be a FixedLenFeature or FixedLenSequenceFeature, got "
                         f"{type(feature).__name__}")
@@ -172,16 +202,53 @@ def _parse(serialized, features, name, example_names, rank, what):
     if serialized.dtype != dtypes.string or serialized.shape.ndims not in (None, rank):
         raise ParseExample.error(f"serialized must be a string {'scalar' if rank == 0 else 'vector'}, got "
                                  f"{serialized.dtype.name} of shape {serialized.shape}", name)
-    keys = sorted(features)
+    sparse_keys, sparse_types = [], []
+
+    def add_sparse(key, dtype):  # TF's _ParseOpParams._add_sparse_key
+        dtype = dtypes.as_dtype(dtype)
+        if dtype not in _TYPE_NAMES:
+            raise TypeError(f"{what}: feature '{key}' has dtype {dtype.name}; Example features are float32, int64 "
+                            f"or string")
+        if key in sparse_keys:
+            if sparse_types[sparse_keys.index(key)] != dtype:
+                raise ValueError(f"Conflicting type {sparse_types[sparse_keys.index(key)].name} vs {dtype.name} for "
+                                 f"feature {key}.")
+        else:
+            sparse_keys.append(key)
+            sparse_types.append(dtype)
+
+    keys = []
+    for key in sorted(features):
+        f = features[key]
+        if isinstance(f, VarLenFeature):
+            add_sparse(key, f.dtype)
+        elif isinstance(f, SparseFeature):
+            for index_key in sorted(f.index_key) if isinstance(f.index_key, (list, tuple)) else [f.index_key]:
+                add_sparse(index_key, dtypes.int64)
+            add_sparse(f.value_key, f.dtype)
+        else:
+            keys.append(key)
     dense = [_dense(k, features[k], what) for k in keys]
     if example_names is not None:
         example_names = [n.decode() if isinstance(n, bytes) else str(n) for n in np.asarray(example_names).reshape(-1)]
-    outs = ParseExample(serialized, *[d for _, _, d in dense], names=example_names or [], sparse_keys=[],
-                        dense_keys=keys, ragged_keys=[], num_sparse=0, sparse_types=[], ragged_value_types=[],
-                        ragged_split_types=[], dense_shapes=[s for s, _, _ in dense],
+    outs = ParseExample(serialized, *[d for _, _, d in dense], names=example_names or [], sparse_keys=sparse_keys,
+                        dense_keys=keys, ragged_keys=[], num_sparse=len(sparse_keys), sparse_types=sparse_types,
+                        ragged_value_types=[], ragged_split_types=[], dense_shapes=[s for s, _, _ in dense],
                         name=name or ("ParseSingleExample" if rank == 0 else "ParseExample"))
-    outs = [outs] if len(keys) == 1 else list(outs) if keys else []
-    return dict(zip(keys, outs))
+    outs = [outs] if isinstance(outs, Tensor) else list(outs)
+    ns = len(sparse_keys)
+    sparse = {k: SparseTensor(outs[i], outs[ns + i], outs[2 * ns + i]) for i, k in enumerate(sparse_keys)}
+    result = dict(zip(keys, outs[3 * ns:]))
+    for key in sorted(features):
+        f = features[key]
+        if isinstance(f, VarLenFeature):
+            result[key] = sparse[key]
+        elif isinstance(f, SparseFeature):  # TF's sparse_merge of the index and value features
+            index_keys = f.index_key if isinstance(f.index_key, (list, tuple)) else [f.index_key]
+            sizes = f.size if isinstance(f.size, (list, tuple)) else [f.size]
+            result[key] = sparse_merge([sparse[k] for k in index_keys], sparse[f.value_key], sizes,
+                                       already_sorted=f.already_sorted)
+    return result
 
 
 def parse_single_example(serialized, features, name=None, example_names=None):

@@ -11,6 +11,7 @@ shapes when the graph is built (None where unknown) and on concrete ones when th
 """
 import numpy as np
 
+from pygrad import dtypes
 from pygrad.graph import Tensor, unwrap
 
 _PASS_THROUGH = ("Identity", "Cast", "StopGradient")
@@ -110,3 +111,91 @@ def resolve(dims, ref_specs):
         else:
             out.append(d)
     return out
+
+
+# ---------------------------------------------------------------- values of shape computations
+# (what GraphDef import and a SparseTensor's static dense shape read)
+
+_ARITHMETIC = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "FloorDiv": np.floor_divide,
+               "FloorMod": np.mod, "Maximum": np.maximum, "Minimum": np.minimum}
+
+
+def symbolic(t):
+    """The value of t, an integer tensor of the kind TF computes shapes with, as an object array
+    of ints and (tensor, axis) sizes the plan knows (dimension axis of tensor); None if t is not
+    one. What it reads: constants, Shape, Size and Rank, Pack, ConcatV2, Transpose, Reshape,
+    ExpandDims, StridedSlice and Slice of those, GatherV2 at constant indices, Fill and Range of
+    known sizes, arithmetic on known values, and Prod or Sum of a vector with one unknown size."""
+    v = _symbolic(t)
+    return v if v is None or isinstance(v, np.ndarray) and v.dtype == object else dim_scalar(
+        v.item() if isinstance(v, np.ndarray) else v)
+
+
+def _symbolic(t):
+    if not (t.dtype.is_integer or t.dtype == dtypes.bool_):
+        return None
+    op, ins = t.op, t.op.inputs
+    a, ty = op.attrs, op.type
+    if ty == "Const":
+        return np.asarray(a["value"]).astype(object)
+    if ty in ("Identity", "StopGradient", "Cast"):
+        return symbolic(ins[0])
+    if ty == "Shape":
+        dims = ins[0].shape.dims
+        return None if dims is None else np.array([d if d is not None else (ins[0], i) for i, d in enumerate(dims)]
+                                                  + [0], object)[:-1]
+    if ty in ("Size", "Rank"):
+        x = ins[0].shape
+        known = x.ndims if ty == "Rank" else x.num_elements() if x.is_fully_defined() else None
+        return None if known is None else np.array(known, object)
+    parts = [symbolic(i) for i in ins] if ty in ("Pack", "ConcatV2", "GatherV2") or ty in _ARITHMETIC else None
+    if parts is not None and any(p is None for p in parts):
+        return None
+    if ty == "Pack":
+        return np.stack(parts, axis=a["axis"])
+    if ty == "ConcatV2":
+        return np.concatenate(parts, axis=a["axis"])
+    if ty == "GatherV2" and all_known(parts[1]):
+        out = np.take(parts[0], parts[1].astype(np.int64), axis=a["axis"])
+        return out if isinstance(out, np.ndarray) else dim_scalar(out)
+    if ty in _ARITHMETIC:
+        return _ARITHMETIC[ty](parts[0].astype(np.int64), parts[1].astype(np.int64)).astype(object) \
+            if all(all_known(p) for p in parts) else None
+    v = symbolic(ins[0]) if ins and ty not in ("Fill", "Range") else None
+    if ty in ("Prod", "Sum") and v is not None and v.ndim == 1 and tuple(a["axis"]) in ((0,), (-1,)):
+        known = [int(d) for d in v if not isinstance(d, tuple)]
+        refs = [d for d in v if isinstance(d, tuple)]
+        total = int(np.prod(known)) if ty == "Prod" else int(np.sum(known))
+        if not refs:
+            return np.array(total, object)
+        return dim_scalar(refs[0]) if len(refs) == 1 and total == (1 if ty == "Prod" else 0) else None
+    if ty == "Transpose" and v is not None:
+        return np.transpose(v, a["perm"])
+    if ty == "Reshape" and v is not None and len(ins) == 1:
+        return v.reshape(a["shape"])
+    if ty == "ExpandDims" and v is not None:
+        return np.expand_dims(v, a["axis"])
+    if ty == "StridedSlice" and v is not None and v.ndim == 1 and len(a["begin"]) == 1 and not (
+            a["ellipsis_mask"] or a["new_axis_mask"]):
+        if a["shrink_axis_mask"] & 1:
+            return dim_scalar(v[a["begin"][0]])
+        return v[slice(None if a["begin_mask"] & 1 else a["begin"][0], None if a["end_mask"] & 1 else a["end"][0],
+                       a["strides"][0])]
+    if ty == "Slice" and v is not None and len(ins) == 1:
+        return v[tuple(slice(b, None if n == -1 else b + n) for b, n in zip(a["begin"], a["size"]))]
+    if ty == "Fill" and len(ins) == 0:
+        return np.full(a["dims"], a["value"], object)
+    if ty == "Range" and ins[0].shape.dims is not None and ins[0].shape.dims[a["axis"]] is not None:
+        return np.arange(int(a["start"]), ins[0].shape.dims[a["axis"]], int(a["delta"])).astype(object)
+    return None
+
+
+def dim_scalar(d):
+    """A 0-d object array holding one dim (an int, or a (tensor, axis) pair kept whole)."""
+    out = np.empty((), object)
+    out[()] = d
+    return out
+
+
+def all_known(v):
+    return v is not None and not any(isinstance(d, tuple) for d in v.reshape(-1))
