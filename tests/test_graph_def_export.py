@@ -435,6 +435,8 @@ NOT_EXPORTABLE = {
     "PyFunc": "TF's PyFunc calls a Python function registered in the process that built its graph",
     "IteratorGetNext": "a dataset iterator: in TF a resource made from the dataset's graph (its functions)",
     "MakeIterator": "a dataset iterator's initializer (see IteratorGetNext)",
+    "IteratorToStringHandle": "a dataset iterator's string handle (see IteratorGetNext)",
+    "IteratorGetNextFromStringHandle": "the feedable iterator's get_next (see IteratorGetNext)",
     "ParseExampleV2": "its feature keys become string Const inputs; the export moves int attributes to inputs only",
     **{t: "a queue's op: in TF its input is the handle of a queue resource (FIFOQueueV2, ...), which pygrad's "
           "Python queue object stands for" for t in ("QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
