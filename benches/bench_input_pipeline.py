@@ -18,9 +18,9 @@ How the wait is measured. Each training step is two runs of one session: the fir
 batch (the shuffle_batch outputs: it dequeues --batch elements from the queue the reader threads
 fill, and returns as soon as the queue holds them), the second runs the training op on that batch,
 fed to the placeholders the convnet is built on (it reads no input; TensorFlow would dequeue again
-for a convnet built on the batch tensors with those tensors fed, its gradients' shape ops reading them). The first run's time is the step's wait for
-its input; it includes the dequeue itself (the run's dispatch, the batch's copy), so it is an
-upper bound of the time the step spends on input. wait % = first / (first + second), per step;
+for a convnet built on the batch tensors with those tensors fed, its gradients' shape ops reading
+them). The first run's time is the step's wait for its input; it includes the dequeue itself (the
+run's dispatch, the batch's copy), so it is an upper bound of the time the step spends on input. wait % = first / (first + second), per step;
 the table gives its median, p10 and p90 over the timed steps (each the median over the repeats).
 The target: under 10%.
 

@@ -568,7 +568,8 @@ class _InterleaveDataset(_Unary):
         self._lengths = [_capture(AUTOTUNE if cycle_length is None else cycle_length, "cycle_length"),
                          _capture(1 if block_length is None else block_length, "block_length")]
         interleave_ops.check_lengths(*(None if isinstance(x, Tensor) else int(x) for x in self._lengths))
-        super().__init__(input_dataset, inner._specs, inner._structure, [x for x in self._lengths if isinstance(x, Tensor)])
+        super().__init__(input_dataset, inner._specs, inner._structure,
+                         [x for x in self._lengths if isinstance(x, Tensor)])
         self._inner, self._inner_captures = inner, inner._all_captures()
 
     def _elements(self, ctx):

@@ -167,7 +167,6 @@ class Iterator:
             raise errors.OutOfRangeError(None, op, op.error("End of sequence"))
         return [data_ops.feedable(v, d) for v, (d, _) in zip(element, self._specs)]
 
-
     def _next_of_handle(self, ctx, op, handle):
         """The next element of the iterator handle names, which must give elements of this
         iterator's types and shapes (TF's checks and messages)."""
@@ -177,7 +176,8 @@ class Iterator:
                 "Could not parse string_handle as a valid ResourceHandle"))
         if len(target._specs) != len(self._specs):
             raise errors.InvalidArgumentError(None, op, op.error(
-                f"Number of components does not match: expected {len(self._specs)} types but got {len(target._specs)}."))
+                f"Number of components does not match: expected {len(self._specs)} types but got "
+                f"{len(target._specs)}."))
         for i, ((d1, s1), (d2, s2)) in enumerate(zip(self._specs, target._specs)):
             if d1 != d2:
                 raise errors.InvalidArgumentError(None, op, op.error(

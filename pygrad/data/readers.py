@@ -26,7 +26,8 @@ class _FileDataset(Dataset):
     """A dataset of the string records read from each of its files in turn."""
 
     def __init__(self, filenames, num_parallel_reads=None):
-        self._parallel_reads = None if num_parallel_reads is None else _capture(num_parallel_reads, "num_parallel_reads")
+        self._parallel_reads = None if num_parallel_reads is None else \
+            _capture(num_parallel_reads, "num_parallel_reads")
         self._source = filenames if isinstance(filenames, Dataset) else None
         if self._source is not None and self._source._specs[0][0] != dtypes.string:
             raise TypeError(f"{type(self).__name__}: a dataset of file names must have string elements")

@@ -1,5 +1,6 @@
 """TF1's readers (tf.TextLineReader, tf.FixedLengthRecordReader, tf.WholeFileReader,
-tf.IdentityReader; tf.TFRecordReader is pygrad/platform/tf_record.py's): records out of the files (work units) a queue of strings gives them.
+tf.IdentityReader; tf.TFRecordReader is pygrad/platform/tf_record.py's): records out of the files
+(work units) a queue of strings gives them.
 
 A reader is a Python object of the graph; its ops name it (and the queue) in attributes. Its
 state in a session (the file it is in, its next record, its counts) lives in the run's host
