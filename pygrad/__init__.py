@@ -152,6 +152,9 @@ from pygrad.ops.sparse_ops import (invert_permutation, sparse_add, sparse_concat
                                    sparse_to_dense, sparse_to_indicator)
 from pygrad.ops.sparse_ops import from_dense as sparse_from_dense  # noqa: E402,F401
 from pygrad.ops.string_split import string_split  # noqa: E402,F401
+# Lookup tables (tf.lookup, tf.contrib.lookup)
+from pygrad import lookup  # noqa: E402,F401
+from pygrad.ops.lookup_ops import tables_initializer  # noqa: E402,F401
 from pygrad.ops.sparse_math import (sparse_fill_empty_rows, sparse_reduce_sum,  # noqa: E402,F401
                                     sparse_tensor_dense_matmul)
 from pygrad.ops.sparse_embedding import (sparse_segment_mean, sparse_segment_sqrt_n,  # noqa: E402,F401
@@ -160,6 +163,12 @@ from pygrad.ops.sparse_embedding import (sparse_segment_mean, sparse_segment_sqr
 
 # tf.layers, tf.losses, tf.contrib (layers, rnn)
 from pygrad import contrib, layers, losses  # noqa: E402,F401
+# tf.metrics (streaming metrics), and the checks and confusion matrix they build on
+from pygrad import metrics  # noqa: E402,F401
+from pygrad.ops.check_ops import (Assert, assert_equal, assert_greater, assert_greater_equal,  # noqa: E402,F401
+                                  assert_less, assert_less_equal, assert_non_negative, assert_positive, assert_type)
+from pygrad.ops.confusion_matrix import confusion_matrix  # noqa: E402,F401
+from pygrad.ops.math_ops import div_no_nan  # noqa: E402,F401
 
 # TensorBoard summaries and event files (tf.summary), with the names used before TF 0.12
 from pygrad import summary  # noqa: E402
@@ -186,6 +195,7 @@ from pygrad.ops.scatter_ops import (boolean_mask, gather_nd, scatter_add, scatte
                                     scatter_update, segment_sum, unique, unsorted_segment_sum)
 from pygrad.ops.random_ops import multinomial, random_shuffle  # noqa: E402
 from pygrad.ops.image_ops import random_crop  # noqa: E402,F401
+from pygrad.ops.topk_ops import argsort, sort  # noqa: F401
 # TF1's queues and readers (the input pipelines of tf.train's queue runners).
 from pygrad.ops.queue_ops import (FIFOQueue, PaddingFIFOQueue, PriorityQueue, QueueBase,  # noqa: E402,F401
                                   RandomShuffleQueue, count_up_to)
@@ -198,8 +208,14 @@ from pygrad.platform.tf_io import python_io  # noqa: E402,F401
 from pygrad.platform.tf_record import TFRecordReader  # noqa: E402,F401
 from pygrad.ops.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature, SparseFeature,  # noqa: E402,F401
                                     VarLenFeature, parse_example, parse_single_example)
+from pygrad.ops.parsing_sequence import parse_sequence_example, parse_single_sequence_example  # noqa: E402,F401
 from pygrad.ops.decode_ops import decode_csv, decode_raw, string_to_number  # noqa: E402,F401
 from pygrad.ops.io_ops import matching_files, read_file, write_file  # noqa: E402,F401
+from pygrad import strings  # noqa: F401  (tf.strings)
+from pygrad.ops.string_hash import (fingerprint, string_to_hash_bucket, string_to_hash_bucket_fast,  # noqa: F401
+                                    string_to_hash_bucket_strong)
+from pygrad.ops.string_ops import (as_string, reduce_join, regex_replace, string_join, string_strip,  # noqa: F401
+                                   substr)
 
 # ---- the alias table (pygrad/compat.py) and tf.compat.v1, which is pygrad itself
 import sys as _sys  # noqa: E402
@@ -220,11 +236,20 @@ from pygrad import proto as _proto  # noqa: E402
 # TF's messages (pygrad/tf_protos.py): tf.GraphDef, tf.Summary, ..., built on first use, not by `import pygrad`
 _MESSAGES = ("GraphDef", "NodeDef", "AttrValue", "Event", "HistogramProto", "LogMessage", "SessionLog", "Summary",
              "SummaryMetadata")
-__getattr__ = _proto.lazy_messages(__name__, _MESSAGES)
+_message = _proto.lazy_messages(__name__, _MESSAGES)
+# Namespaces loaded on first use (tf.estimator: its training, serving and export machinery).
+_LAZY_MODULES = ("estimator",)
+
+
+def __getattr__(name):
+    if name in _LAZY_MODULES:
+        import importlib
+        return importlib.import_module(f"pygrad.{name}")  # (the import binds it in this module)
+    return _message(name)
 
 
 def __dir__():
-    return sorted([*globals(), *_MESSAGES])
+    return sorted({*globals(), *_MESSAGES, *_LAZY_MODULES})
 
 
 __version__ = "0.1.0"

@@ -19,6 +19,7 @@ OLD_NAMES = {
     "initialize_local_variables": "local_variables_initializer",
     "initialize_variables": "variables_initializer",
     "all_variables": "global_variables",
+    "initialize_all_tables": "tables_initializer",
 }
 
 # tf.<namespace>.<name> -> tf.<name>; a list entry "nn.top_k" makes tf.<namespace>.top_k tf.nn.top_k
@@ -38,7 +39,8 @@ NAMESPACES = {
                      "variance_scaling": "variance_scaling_initializer", "glorot_uniform": "glorot_uniform_initializer",
                      "glorot_normal": "glorot_normal_initializer",
                      "global_variables": "global_variables_initializer",
-                     "local_variables": "local_variables_initializer", "variables": "variables_initializer"},
+                     "local_variables": "local_variables_initializer", "variables": "variables_initializer",
+                     "tables_initializer": "tables_initializer"},
     "io": {"write_graph": "train.write_graph"},
     "sparse": {"SparseTensor": "SparseTensor", "placeholder": "sparse_placeholder", "to_dense": "sparse_tensor_to_dense",
                "reorder": "sparse_reorder", "reshape": "sparse_reshape", "concat": "sparse_concat", "add": "sparse_add",

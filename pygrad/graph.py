@@ -12,6 +12,7 @@ class GraphKeys:
     GLOBAL_VARIABLES = "variables"
     VARIABLES = "variables"
     LOCAL_VARIABLES = "local_variables"
+    METRIC_VARIABLES = "metric_variables"
     TRAINABLE_VARIABLES = "trainable_variables"
     MODEL_VARIABLES = "model_variables"
     MOVING_AVERAGE_VARIABLES = "moving_average_variables"
@@ -26,6 +27,7 @@ class GraphKeys:
     LOCAL_INIT_OP = "local_init_op"
     SUMMARY_OP = "summary_op"
     SAVERS = "savers"
+    TABLE_INITIALIZERS = "table_initializer"
     ACTIVATIONS = "activations"
     WEIGHTS = "weights"
     BIASES = "biases"
@@ -422,7 +424,8 @@ def reachable(starts, neighbours):
 class Tensor(TensorLike):
     """An output of an Operation: dtype and static shape (None for unknown dimensions)."""
 
-    __slots__ = ("op", "value_index", "dtype", "_shape", "__weakref__")
+    # aliases: set by TF-Slim's outputs_collections (the layer scopes that named the tensor), as TF's
+    __slots__ = ("op", "value_index", "dtype", "_shape", "aliases", "__weakref__")
 
     def __init__(self, op, value_index, dtype, shape):
         self.op = op

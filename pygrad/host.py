@@ -104,10 +104,16 @@ class HostRun:
         self.extra = tuple(t for op in effects for t in op.inputs)  # what the last plan fetches for them
 
 
+def ran_before(op, fed):
+    """Whether op is a BETWEEN op an earlier stage of the run computed (its outputs are fed onward):
+    what depends on it, by data or by a control dependency, does not run it again."""
+    return op.opdef.host_stage == BETWEEN and bool(op.outputs) and all(t in fed for t in op.outputs)
+
+
 def _needed(roots, fed):
     """The ops a run of roots (tensors or ops) executes, the graph cut at fed tensors."""
     return reachable([r.op if isinstance(r, Tensor) else r for r in roots if r not in fed], lambda op: [
-        t.op for t in op.inputs if t not in fed] + list(op.control_inputs))
+        t.op for t in op.inputs if t not in fed] + [c for c in op.control_inputs if not ran_before(c, fed)])
 
 
 def _stateful(op):

@@ -12,8 +12,8 @@ import numpy as np
 
 from pygrad import dtypes, import_control_flow, nn
 from pygrad.op_identity import TABLE
-from pygrad.ops import (array_ops, cumulative_ops, logging_ops, manip_ops, math_ops, random_ops, reduction_ops,
-                        scatter_ops, sequence_ops, slice_ops, state_ops, topk_ops)
+from pygrad.ops import (array_ops, check_ops, cumulative_ops, logging_ops, manip_ops, math_ops, random_ops,
+                        reduction_ops, scatter_ops, sequence_ops, slice_ops, state_ops, string_ops, topk_ops)
 from pygrad.ops.shape_exprs import all_known
 from pygrad.registry import OpDef
 
@@ -328,12 +328,13 @@ BUILDERS = {
     "ConcatOffset": concat_offset,
     "DynamicStitch": dynamic_stitch,
     "BroadcastTo": broadcast_to,
-    "DivNoNan": lambda b: manip_ops.where(math_ops.equal(b.x[1], 0), array_ops.zeros_like(b.x[0]),
-                                          math_ops.realdiv(b.x[0], b.x[1]), name=b.name),
+    "DivNoNan": lambda b: math_ops.div_no_nan(b.x[0], b.x[1], name=b.name),
     "MirrorPadGrad": lambda b: OpDef.all["MirrorPadGrad"](
         b.x[0], _unpadded(b), paddings=tuple(map(tuple, b.ints(1).tolist())),
         mode={"REFLECT": 1, "SYMMETRIC": 2}[b.attr("mode")], name=b.name),
     "InvertPermutation": lambda b: array_ops.constant(np.argsort(b.ints(0)).astype(b.dtype("T").np), name=b.name),
+    "ReduceJoin": lambda b: string_ops.reduce_join(b.x[0], b.ints(1).reshape(-1).tolist(), b.attr("keep_dims", False),
+                                                   b.attr("separator", ""), name=b.name),
     "Sum": _reduce(reduction_ops.reduce_sum),
     "Mean": _reduce(reduction_ops.reduce_mean),
     "Max": _reduce(reduction_ops.reduce_max),
@@ -397,6 +398,7 @@ BUILDERS = {
     "ScatterNd": lambda b: scatter_ops.scatter_nd(b.x[0], b.x[1], b.shape_arg(2), name=b.name),
     "SegmentSum": lambda b: scatter_ops.segment_sum(b.x[0], b.x[1], name=b.name),
     "UnsortedSegmentSum": lambda b: scatter_ops.unsorted_segment_sum(b.x[0], b.x[1], int(b.value(2)), name=b.name),
+    "Assert": lambda b: check_ops.Assert(b.x[0], b.x[1:], summarize=b.attr("summarize", 3), name=b.name),
     "Print": lambda b: logging_ops.Print(b.x[0], b.x[1:], message=b.attr("message", ""), first_n=b.attr("first_n", -1),
                                          summarize=b.attr("summarize", 3), name=b.name),
     "RandomUniform": _random("RandomUniform"),

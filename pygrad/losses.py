@@ -8,8 +8,7 @@ by the number of losses whose (broadcast) weight is not zero, and a zero count g
 from pygrad import dtypes
 from pygrad.graph import GraphKeys, build_error, get_default_graph
 from pygrad.ops import activation_ops, math_ops
-from pygrad.ops.array_ops import cast, constant, convert_to_tensor, ones_like, shape, size, squeeze, stop_gradient, zeros_like
-from pygrad.ops.manip_ops import where
+from pygrad.ops.array_ops import cast, constant, convert_to_tensor, ones_like, shape, size, squeeze, stop_gradient
 from pygrad.ops.nn_ops import softmax_cross_entropy_with_logits_v2, sparse_softmax_cross_entropy_with_logits
 from pygrad.ops.reduction_ops import reduce_sum
 
@@ -36,9 +35,7 @@ class Reduction:
 
 def _safe_div(numerator, denominator):
     """numerator / denominator, or 0 where the denominator is 0 (TF's div_no_nan)."""
-    zero = math_ops.equal(denominator, 0.0)
-    safe = where(zero, ones_like(denominator), denominator)
-    return where(zero, zeros_like(numerator), numerator / safe, name="value")
+    return math_ops.div_no_nan(numerator, denominator, name="value")
 
 
 def _check_weights(weights, losses, op):

@@ -22,7 +22,7 @@ from pygrad import _C, errors
 from pygrad.dtypes import ALL_DTYPES, MEMORY_BYTES
 from pygrad.fusion import accumulate_read_gradients, elide_loop_copies, fuse, fuse_epilogues
 from pygrad.graph import Operation, reachable
-from pygrad.host import HostValues
+from pygrad.host import HostValues, ran_before
 from pygrad.kernels import CONST_BUFFER, COPY, FEED_BUFFER, TEMP_BUFFER, VAR_BUFFER
 from pygrad.registry import (AFTER, ALIAS, CONST, CUSTOM, FEED, HOST, KERNEL, MAX_RANK, NOOP, VALUE, VARIABLE,
                              DTypeRuleError, RuleError, Spec)
@@ -107,7 +107,7 @@ def prune(fetch_tensors, target_ops, fed):
     cut the graph."""
     value_ops = reachable([t.op for t in fetch_tensors if t not in fed] + list(target_ops), lambda op: [
         t.op for i, t in enumerate(op.inputs) if t not in fed and i not in op.opdef.shape_only_inputs
-    ] + list(op.control_inputs))
+    ] + [c for c in op.control_inputs if not ran_before(c, fed)])
     shape_roots = [t.op for op in value_ops for i, t in enumerate(op.inputs)
                    if t not in fed and i in op.opdef.shape_only_inputs and t.op not in value_ops]
     shape_ops = reachable(shape_roots, lambda op: [t.op for t in op.inputs if t not in fed and t.op not in value_ops])

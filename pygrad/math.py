@@ -7,3 +7,5 @@ from pygrad.ops.math_ops import (abs, add, divide, equal, exp, floor, greater, l
 from pygrad.ops.reduction_ops import (argmax, argmin, reduce_all, reduce_any, reduce_max, reduce_mean,  # noqa: F401
                                       reduce_min, reduce_prod, reduce_sum)
 from pygrad.ops.scatter_ops import segment_sum, unsorted_segment_sum  # noqa: F401
+from pygrad.ops.confusion_matrix import confusion_matrix  # noqa: F401,E402
+from pygrad.ops.math_ops import div_no_nan as divide_no_nan  # noqa: F401,E402

@@ -166,6 +166,8 @@ _MANIP = {
     "Pack":           tf("Pack",         attrs="axis", derived="N=n_ins T=in0"),
     "Unpack":         tf("Unpack",       attrs="num axis", derived="T=in0"),
     "GatherV2":       tf("GatherV2",     inputs="axis", derived="Tparams=in0 Tindices=in1 Taxis=int32"),
+    "StringGather":   tf("GatherV2",     inputs="axis", derived="Tparams=in0 Tindices=in1 Taxis=int32",
+                         note="GatherV2 of strings, which pygrad runs in Python"),
     "GatherV2Grad":   none("gradient helper of GatherV2: dy's rows added at the indices; TF: IndexedSlices, "
                            "then UnsortedSegmentSum"),
     "OneHot":         tf("OneHot",       attrs="axis dtype=T", inputs="depth on_value off_value", derived="TI=in0"),
@@ -361,6 +363,10 @@ _CONTROL_FLOW = {
                                                  "else_branch=regions output_shapes=out_shapes",
                          ins="cond input*", own="out",
                          note="TF1's tf.cond emits Switch and Merge, which import lifts into If"),
+    "IfInPython":     none("a tf.cond whose branches run Python ops: Python runs the branch (TF: If, or Switch and "
+                           "Merge)"),
+    "WhileInPython":  none("a tf.while_loop whose condition or body runs Python ops: Python runs the loop (TF: While, "
+                           "or Enter, Merge, Switch, Exit)"),
     "While":          tf("While",        derived="T=ins cond=regions body=regions output_shapes=out_shapes",
                          ins="input*", own="n_vars shapes",
                          note="inputs after n_vars are captures (TF: loop-invariant inputs, also outputs); TF1's "
@@ -398,6 +404,9 @@ _SUMMARY = {
 # ---------------------------------------------------------------- data_ops, script_ops, dynamic_shape_ops
 # Their Python side (a dataset iterator's functions, py_func's function) is an attribute.
 _HOST = {
+    "Assert":         tf("Assert",       attrs="summarize", derived="T=ins1:", ins="condition data*",
+                         note="pygrad's Assert outputs its condition, which later stages of a run are fed (TF's "
+                              "has no output)"),
     "IteratorGetNext": tf("IteratorGetNext", derived="iterator=host output_types=outs output_shapes=out_shapes",
                           own="next_element specs"),
     "IteratorToStringHandle": tf("IteratorToStringHandle", derived="resource_handle=host", own="handle",
@@ -457,6 +466,17 @@ _PARSING = {
                          own="names sparse_keys dense_keys ragged_keys", ins="serialized dense_defaults*",
                          note="tf.parse_single_example is ParseExampleV2 of a scalar, as TF 2's; the keys and "
                               "names, string inputs in TF, are attributes the parse reads"),
+    "ParseSequenceExampleV2": tf(
+        "ParseSequenceExampleV2",
+        attrs="context_sparse_types feature_list_dense_types feature_list_sparse_types context_dense_shapes "
+              "feature_list_dense_shapes",
+        derived="Tcontext_dense=ins1: debug_name=host context_sparse_keys=host context_dense_keys=host "
+                "context_ragged_keys=host feature_list_sparse_keys=host feature_list_dense_keys=host "
+                "feature_list_ragged_keys=host feature_list_dense_missing_assumed_empty=host",
+        own="names context_sparse_keys context_dense_keys feature_list_sparse_keys feature_list_dense_keys "
+            "feature_list_dense_missing_assumed_empty", ins="serialized context_dense_defaults*",
+        note="the keys, names and flags, string and bool inputs in TF, are attributes the parse reads; no ragged "
+             "features"),
     "DecodeRaw":      tf("DecodeRaw",    attrs="out_type little_endian"),
     "StringToNumber": tf("StringToNumber", attrs="out_type"),
     "DecodeCSV":      tf("DecodeCSV",    attrs="field_delim use_quote_delim na_value select_cols",
@@ -466,7 +486,7 @@ _PARSING = {
     "MatchingFiles":  tf("MatchingFiles"),
 }
 
-# ---------------------------------------------------------------- sparse_ops, sparse_math, sparse_embedding, string_split
+# ---------------------------------------------------------------- sparse_ops, sparse_math, sparse_embedding, string_split, lookup_ops
 _SPARSE = {
     "SparseToDense":  tf("SparseToDense", attrs="validate_indices", derived="T=in2 Tindices=in0"),
     "SparseReorder":  tf("SparseReorder", derived="T=in1"),
@@ -480,8 +500,6 @@ _SPARSE = {
     "SparseTensorDenseMatMul": tf("SparseTensorDenseMatMul", attrs="adjoint_a adjoint_b", derived="T=in1 Tindices=in0"),
     "SparseDenseCwiseMul": tf("SparseDenseCwiseMul", derived="T=in1"),
     "SparseDenseCwiseDiv": tf("SparseDenseCwiseDiv", derived="T=in1"),
-    "SparseDenseGather": none("gradient helper of SparseDenseCwiseMul/Div: the dense element at each entry and its "
-                              "index; TF: Shape, FloorDiv, Slice, GatherNd"),
     "SparseReduceSum": tf("SparseReduceSum", attrs="keep_dims", derived="T=in1"),
     "SparseFillEmptyRows": tf("SparseFillEmptyRows", derived="T=in1"),
     "SparseFillEmptyRowsGrad": tf("SparseFillEmptyRowsGrad", derived="T=in1"),
@@ -492,8 +510,45 @@ _SPARSE = {
        for k in ("Sum", "Mean", "SqrtN")},
     **{f"SparseSegment{k}Grad": tf(f"SparseSegment{k}Grad", derived="T=in0 Tidx=in1 Tsegmentids=in2")
        for k in ("Sum", "Mean", "SqrtN")},
+    "AddSparseToTensorsMap": tf("AddSparseToTensorsMap", derived="T=in1 shared_name=host",
+                                ins="sparse_indices sparse_values sparse_shape -", own="tensors_map",
+                                note="the last input, whether to store (TF1's batch wraps the op in a cond on it)"),
+    "AddManySparseToTensorsMap": tf("AddManySparseToTensorsMap", derived="T=in1 shared_name=host",
+                                    ins="sparse_indices sparse_values sparse_shape -", own="tensors_map",
+                                    note="the last input, which rows to store"),
+    "TakeManySparseFromTensorsMap": tf("TakeManySparseFromTensorsMap", attrs="dtype", derived="shared_name=host",
+                                       own="rank tensors_map", note="rank: TF's is the output's static shape"),
     "StringSplit":    tf("StringSplit",  attrs="skip_empty"),
+    "InitializeTableV2": tf("InitializeTableV2", derived="table_handle=host Tkey=in0 Tval=in1", ins="keys values",
+                            own="table", note="the table, a resource handle in TF, is the Python object it fills"),
+    "InitializeTableFromTextFileV2": tf("InitializeTableFromTextFileV2",
+                                        attrs="key_index value_index vocab_size delimiter",
+                                        derived="table_handle=host", ins="filename", own="table"),
+    "LookupTableFindV2": tf("LookupTableFindV2", derived="table_handle=host Tin=in0 Tout=in1",
+                            ins="keys default_value", own="table"),
+    "LookupTableSizeV2": tf("LookupTableSizeV2", derived="table_handle=host", own="table"),
     "StringSplitV2":  tf("StringSplitV2", attrs="maxsplit"),
+}
+
+# ---------------------------------------------------------------- string_ops, string_hash
+_STRING = {
+    "AsString":       tf("AsString",     attrs="precision scientific shortest width fill", derived="T=in0"),
+    "StringJoin":     tf("StringJoin",   attrs="separator", derived="N=n_ins"),
+    "StringLength":   tf("StringLength", attrs="unit"),
+    "Substr":         tf("Substr",       attrs="unit", derived="T=in1"),
+    "StringStrip":    tf("StringStrip"),
+    "StringLower":    tf("StringLower",  attrs="encoding"),
+    "StringUpper":    tf("StringUpper",  attrs="encoding"),
+    "RegexReplace":   tf("RegexReplace", attrs="replace_global"),
+    "StaticRegexReplace": tf("StaticRegexReplace", attrs="pattern rewrite replace_global"),
+    "RegexFullMatch": tf("RegexFullMatch"),
+    "StaticRegexFullMatch": tf("StaticRegexFullMatch", attrs="pattern"),
+    "ReduceJoin":     tf("ReduceJoin",   attrs="keep_dims separator", inputs="axis=reduction_indices"),
+    "StringToHashBucketFast": tf("StringToHashBucketFast", attrs="num_buckets"),
+    "StringToHashBucketStrong": tf("StringToHashBucketStrong", attrs="num_buckets key"),
+    "StringToHashBucket": tf("StringToHashBucket", attrs="num_buckets"),
+    "Fingerprint":    tf("Fingerprint",  derived="T=in0"),
+    "StringFormat":   tf("StringFormat", attrs="template placeholder summarize", derived="T=ins"),
 }
 
 # ---------------------------------------------------------------- train
@@ -503,5 +558,6 @@ _TRAIN = {
 }
 
 FAMILIES = (_ARRAY, _MATH, _REDUCTION, _MANIP, _SLICE, _SCATTER, _SEQUENCE, _CUMULATIVE, _TOPK, _NN, _ACTIVATION,
-            _CONV, _DEPTHWISE, _LINALG, _RANDOM, _STATE, _TRAINING, _CONTROL_FLOW, _SUMMARY, _HOST, _PARSING, _SPARSE, _TRAIN)
+            _CONV, _DEPTHWISE, _LINALG, _RANDOM, _STATE, _TRAINING, _CONTROL_FLOW, _SUMMARY, _HOST, _PARSING, _SPARSE,
+            _STRING, _TRAIN)
 TABLE = {t: entry for family in FAMILIES for t, entry in family.items()}

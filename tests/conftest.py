@@ -1,11 +1,26 @@
 """Shared fixtures: a fresh default graph for every test, the MNIST directory, TensorFlow as an
 optional peer, and one and two threads."""
 import os
+import tempfile
 import warnings
 
 import pytest
 
+import faults
 import pygrad as tf
+
+
+def pytest_configure(config):
+    """A file the fault-injection tests record their counts in (tests/faults.py)."""
+    os.environ.setdefault("PYGRAD_FAULT_REPORT", os.path.join(tempfile.mkdtemp(), "faults.jsonl"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    lines = faults.report(os.environ["PYGRAD_FAULT_REPORT"])
+    if lines:
+        terminalreporter.write_sep("-", "fault injection")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(autouse=True)
@@ -52,3 +67,35 @@ def tf_peer():
             pytest.skip(f"tensorflow is not importable: {e}")
         peer.disable_eager_execution()
     return peer
+
+
+@pytest.fixture(scope="session")
+def tf_slim(tf_peer):
+    """The tf_slim package (TF-Slim and contrib.layers for TF 2) on tensorflow.compat.v1, for the
+    contrib and slim cross-checks; the test is skipped without it. tf_slim 1.1 names three things TF
+    2.21 moved: tf_keras's legacy layers (now under tf_keras.src), ops.Tensor,
+    control_flow_ops.cond and variable_scope.variable; the missing names are aliased to where they
+    live now."""
+    import importlib
+    import sys
+
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            for sub in ("", ".base", ".convolutional", ".core", ".normalization", ".pooling"):
+                if "tf_keras.legacy_tf_layers" + sub not in sys.modules:
+                    sys.modules["tf_keras.legacy_tf_layers" + sub] = importlib.import_module(
+                        "tf_keras.src.legacy_tf_layers" + sub)
+            from tensorflow.python.framework import ops
+            from tensorflow.python.ops import control_flow_ops, variable_scope
+            if not hasattr(ops, "Tensor"):
+                ops.Tensor = tf_peer.Tensor
+            if not hasattr(control_flow_ops, "cond"):
+                control_flow_ops.cond = tf_peer.cond
+            if not hasattr(variable_scope, "variable"):
+                variable_scope.variable = tf_peer.Variable
+            import tf_slim as slim
+        except Exception as e:  # noqa: BLE001  (ImportError, or an install this shim does not fit)
+            pytest.skip(f"tf_slim is not importable: {e}")
+    return slim

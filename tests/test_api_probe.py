@@ -8,6 +8,13 @@ import pytest
 import pygrad as tf
 
 
+def _table_lookup():
+    table = tf.contrib.lookup.index_table_from_tensor(["a", "b"], num_oov_buckets=1)
+    with tf.Session() as sess:
+        sess.run(tf.tables_initializer())
+        return sess.run(table.lookup(tf.constant(["b", "zz", "a"]))).tolist()
+
+
 def _sparse_fed():
     sp = tf.sparse_placeholder(tf.float32)
     return run(tf.sparse_reduce_sum(sp, 0), {sp: ([[0, 0]], [3.0], [1, 2])}).tolist() == [3, 0]
@@ -197,12 +204,80 @@ def _feedable_iterator():
         return [sess.run(x, {handle: h}) for h in (ha, hb, ha)] == [0, 10, 1]
 
 
+def _slim_model():
+    slim = tf.contrib.slim
+    with slim.arg_scope([slim.conv2d, slim.fully_connected], normalizer_fn=slim.batch_norm,
+                        weights_regularizer=slim.l2_regularizer(0.1)):
+        net = slim.max_pool2d(slim.conv2d(tf.constant(IMG), 4, [3, 3], scope="conv1"), [2, 2])
+        logits = slim.fully_connected(slim.flatten(net), 2, activation_fn=None, normalizer_fn=None)
+    loss = slim.losses.softmax_cross_entropy(logits, tf.one_hot([0, 1], 2))
+    names = [v.op.name for v in slim.get_model_variables()]
+    return run(slim.losses.get_total_loss()) > 0 and names[:2] == ["conv1/weights", "conv1/BatchNorm/beta"] and \
+        loss is not None and len(slim.get_variables_to_restore(exclude=["fully_connected"])) == 4
+
+
 def _print():
     y = tf.Print(tf.constant(2.0), [tf.constant(7)], "v")
     return run(y) == 2.0
 
 
+def _strings():
+    text = tf.strings.upper(tf.strings.lower(tf.strings.strip(tf.strings.join(["a", "\u00e9 "]))))
+    return run(tf.strings.length(text, unit="UTF8_CHAR")) == 2 and run(tf.strings.regex_full_match("ab", "a.")) and \
+        run(tf.strings.substr("abc", 1, 1)) == b"b" and run(tf.strings.to_number("3")) == 3.0 and \
+        run(tf.strings.as_string(1.5, precision=1)) == b"1.5" and run(tf.strings.regex_replace("a", "a", "b")) == b"b" \
+        and run(tf.strings.reduce_join(["a", "b"])) == b"ab" and run(tf.strings.to_hash_bucket("a", 3)) < 3 and \
+        run(tf.strings.to_hash_bucket_strong("a", 3, [1, 2])) < 3 and run(tf.strings.format("{}", tf.constant([1, 2]))) \
+        == b"[1 2]"
+
+
+def _metrics(*names, **kw):
+    """Each tf.metrics.<name>(labels, predictions, **kw) updates once and gives a finite value."""
+    def probe():
+        labels, predictions = tf.constant([1, 0, 1, 1]), tf.constant([0.8, 0.3, 0.4, 0.9])
+        for name in names:
+            if name.endswith("_at_k"):
+                args = (tf.constant([1, 0]), tf.constant([[0.1, 0.9], [0.6, 0.4]]))
+            elif name in ("accuracy", "mean_iou", "mean_per_class_accuracy"):
+                args = (labels, tf.cast(predictions > 0.5, tf.int32))
+            else:
+                args = (labels, predictions)
+            if not np.all(np.isfinite(_update(getattr(tf.metrics, name)(*args, **kw.get(name, {})), True)[1])):
+                return False
+        return True
+    return probe
+
+
+def _update(metric, and_value=False):
+    """The value of a metric's update op on a fresh session (and its value after it)."""
+    value, update = metric
+    with tf.Session() as s:
+        s.run(tf.local_variables_initializer())
+        return (s.run(update), s.run(value)) if and_value else s.run(update)
+
+
 PROBES = {
+    # tf.metrics
+    "metrics.accuracy / mean_iou / mean_per_class_accuracy": _metrics(
+        "accuracy", "mean_iou", "mean_per_class_accuracy", mean_iou={"num_classes": 2},
+        mean_per_class_accuracy={"num_classes": 2}),
+    "metrics.mean / mean_tensor / mean_squared_error / root_mean_squared_error / mean_absolute_error": lambda:
+    _update(tf.metrics.root_mean_squared_error([1.0, 2.0], [1.0, 4.0])) == pytest.approx(np.sqrt(2)) and
+    _update(tf.metrics.mean_squared_error([1.0, 2.0], [1.0, 4.0])) == 2.0 and
+    _update(tf.metrics.mean_absolute_error([1.0, 2.0], [1.0, 4.0])) == 1.0 and
+    _update(tf.metrics.mean([1.0, 3.0])) == 2.0 and _update(tf.metrics.mean_tensor([1.0, 3.0])).tolist() == [1, 3],
+    "metrics.auc / precision / recall / *_at_thresholds / specificity_at_sensitivity": _metrics(
+        "auc", "precision", "recall", "true_positives", "false_negatives", "precision_at_thresholds",
+        "true_negatives_at_thresholds", "specificity_at_sensitivity", "sensitivity_at_specificity",
+        precision_at_thresholds={"thresholds": [0.5]}, true_negatives_at_thresholds={"thresholds": [0.5]},
+        specificity_at_sensitivity={"sensitivity": 0.5}, sensitivity_at_specificity={"specificity": 0.5}),
+    "metrics.precision_at_k / recall_at_k / average_precision_at_k": _metrics(
+        "precision_at_k", "recall_at_k", "average_precision_at_k", "sparse_precision_at_k",
+        precision_at_k={"k": 1}, recall_at_k={"k": 1}, average_precision_at_k={"k": 1},
+        sparse_precision_at_k={"k": 1}),
+    "confusion_matrix / div_no_nan / Assert / assert_less": lambda: run(tf.confusion_matrix(
+        [0, 1], [1, 1], 2)).tolist() == [[0, 1], [0, 1]] and run(tf.div_no_nan(1.0, 0.0)) == 0.0 and
+    run(tf.assert_less(tf.constant(1), 2)) is None and isinstance(tf.Assert(True, ["ok"]), tf.Operation),
     # tf.layers
     "layers.dense": _dense,
     "layers.conv2d": _conv2d,
@@ -213,6 +288,13 @@ PROBES = {
     "layers.flatten": lambda: run(tf.layers.flatten(tf.constant(X4))).shape == (2, 12),
     "layers.batch_normalization": _batch_norm,
     "contrib.layers.l2_regularizer": lambda: run(tf.contrib.layers.l2_regularizer(0.5)(tf.constant([1., 2.]))) == 1.25,
+    "layers.separable_conv2d": lambda: run(tf.layers.separable_conv2d(tf.constant(IMG), 4, 3)).shape == (2, 4, 4, 4),
+    "contrib.slim (arg_scope, conv2d, batch_norm, max_pool2d, flatten, fully_connected, losses)": _slim_model,
+    "contrib.layers.layer_norm": lambda: abs(run(tf.reduce_mean(tf.contrib.layers.layer_norm(tf.constant(X4))))) < 1e-6,
+    "contrib.framework.arg_scope": lambda: tf.contrib.framework.arg_scoped_arguments(tf.contrib.layers.flatten)
+    == ("outputs_collections", "scope"),
+    "sort / argsort": lambda: list(run(tf.sort(tf.constant([3., 1., 2.])))) == [1, 2, 3] and
+    list(run(tf.argsort(tf.constant([3., 1., 2.]), direction="DESCENDING"))) == [0, 2, 1],
     # tf.nn and math
     "nn.sigmoid_cross_entropy_with_logits": lambda: run(tf.nn.sigmoid_cross_entropy_with_logits(
         labels=tf.constant([1.0]), logits=tf.constant([0.0])))[0] == pytest.approx(np.log(2)),
@@ -297,6 +379,14 @@ PROBES = {
     "matching_files / io.gfile": lambda: tf.io.gfile.exists(".") and tf.io.gfile.isdir(".")
     and run(tf.matching_files("*.toml")).tolist() == [b"pyproject.toml"] if tf.gfile.Exists("pyproject.toml")
     else run(tf.matching_files("no-such-*")).size == 0,
+    "as_string / string_join / substr / string_strip / regex_replace / reduce_join": lambda: run(tf.reduce_join(
+        tf.regex_replace(tf.substr(tf.string_strip(tf.string_join([tf.as_string([1, 2]), "xy "], " ")), 0, 3),
+                         "1", "one"), separator="|")) == b"one x|2 x",
+    "string_to_hash_bucket(_fast, _strong) / fingerprint": lambda: run(tf.string_to_hash_bucket_fast(["a"], 10))[0] ==
+    run(tf.strings.to_hash_bucket_fast("a", 10)) and 0 <= run(tf.string_to_hash_bucket_strong("a", 5, [1, 2])) < 5
+    and 0 <= run(tf.string_to_hash_bucket("a", 5)) < 5 and run(tf.fingerprint(["a"])).shape == (1, 8),
+    "strings (join, length, substr, strip, lower, upper, regex_full_match, to_number, to_hash_bucket, format)":
+    _strings,
     "FIFOQueue (enqueue_many, close, dequeue_up_to)": _queue,
     "SparseTensor / sparse_placeholder / sparse_tensor_to_dense / sparse.reduce_sum": lambda: run(
         tf.sparse.to_dense(tf.SparseTensor([[0, 1], [1, 0]], [1.0, 2.0], [2, 2]))).tolist() == [[0, 1], [2, 0]] and
@@ -304,6 +394,7 @@ PROBES = {
     "sparse_to_dense / string_split / VarLenFeature": lambda: run(tf.sparse_to_dense([1], [3], 5)).tolist() == [
         0, 5, 0] and run(tf.string_split(["a b"])).values.tolist() == [b"a", b"b"] and run(tf.parse_example(
             tf.constant([b""]), {"v": tf.VarLenFeature(tf.int64)})["v"]).dense_shape.tolist() == [1, 0],
+    "contrib.lookup.index_table_from_tensor / tables_initializer": lambda: _table_lookup() == [1, 2, 0],
     "nn.embedding_lookup_sparse / sparse_tensor_dense_matmul": lambda: run(tf.nn.embedding_lookup_sparse(
         tf.constant(np.eye(3, dtype=np.float32)), tf.SparseTensor([[0, 0], [0, 1]], tf.constant([1, 2], tf.int64),
                                                                   [1, 2]), None, combiner="sum")).tolist() == [

@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pytest
 
+import faults
 import pygrad as tf
 from pygrad import distributed, errors
 from pygrad.distributed import placement
@@ -249,6 +250,7 @@ def test_a_killed_worker_is_restarted_and_the_run_finishes(client):
     # The restarted task resumed after the last step the shard had from it: no update is lost.
     assert report.shard_versions == [3000] and report.updates_lost == 0
     assert _accuracy(report.weights, x, y) > 0.8  # 0.87 is the best a softmax does here; 0.25 untrained
+    faults.record("a worker killed in a run", kills=1, restarted=report.worker_restarts, updates_lost=0)
 
 
 def test_a_killed_shard_comes_back_from_its_checkpoint(client, tmp_path):
@@ -266,6 +268,8 @@ def test_a_killed_shard_comes_back_from_its_checkpoint(client, tmp_path):
     assert report.shard_versions[1] == 3000
     assert 3000 - report.updates_lost - 4 <= report.shard_versions[0] <= 3000 - report.updates_lost
     assert _accuracy(report.weights, x, y) > 0.8  # 0.87 is the best a softmax does here; 0.25 untrained
+    faults.record("a shard killed in a run (checkpoint every 25 steps)", kills=1, recovered=1,
+                  updates_lost=report.updates_lost)
 
 
 def test_a_run_over_tls_through_a_scheduler_address(tmp_path):

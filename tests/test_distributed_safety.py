@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 
+import faults
 import pygrad as tf
 from pygrad import distributed, errors
 from pygrad.distributed.shard import ParameterShard
@@ -216,6 +217,7 @@ def test_a_rogue_clients_pushes_are_refused_and_change_nothing(cluster_client):
     for n in ("W", "b"):
         assert np.isfinite(attacked.weights[n]).all()
         np.testing.assert_array_equal(attacked.weights[n], clean.weights[n])
+    faults.record("a rogue client pushing bad data", pushes=6, refused=attacked.counts["refused"], weights_changed=0)
 
 
 def test_a_worker_pushing_non_finite_gradients_fails_the_run(cluster_client):
@@ -250,6 +252,8 @@ def test_a_shard_lost_without_a_checkpoint_fails_the_run_unless_allowed(cluster_
     assert failure["checkpoint"] is None and failure["restored_version"] == 0
     assert report.updates_lost == failure["version_at_failure"] > 30
     assert report.shard_versions[0] <= 800 - report.updates_lost
+    faults.record("a shard killed in a run without a checkpoint", kills=2, runs_failed=1,
+                  runs_allowed_to_lose=1, updates_lost=report.updates_lost)
 
 
 def test_losing_the_scheduler_is_reported_as_such():
@@ -272,6 +276,7 @@ def test_losing_the_scheduler_is_reported_as_such():
         assert time.monotonic() - start < 30
         stopper.join(timeout=10)
         assert not stopper.is_alive()
+    faults.record("the scheduler lost in a run", losses=1, reported_as_scheduler=1)
 
 
 def _wait_for_progress(client):

@@ -145,6 +145,12 @@ NOT_IMPORTED = {
     "TileGrad": "not written by TF 1.15's gradients (Tile's gradient is Reshape and Sum)",
     "SparseApplyCenteredRMSProp": "not yet mapped",
     "ParseExampleV2": "string and Example ops are not yet mapped (its keys are string inputs in TF)",
+    "ParseSequenceExampleV2": "not yet mapped (its keys are string inputs in TF)",
+    "AddSparseToTensorsMap": "a map of the session, which tf.train.batch creates in Python; not yet mapped",
+    "AddManySparseToTensorsMap": "a map of the session, which tf.train.batch creates in Python; not yet mapped",
+    "TakeManySparseFromTensorsMap": "a map of the session, which tf.train.batch creates in Python; not yet mapped",
+    **{t: "a lookup table: its handle is a resource (HashTableV2); not yet mapped" for t in (
+        "InitializeTableV2", "InitializeTableFromTextFileV2", "LookupTableFindV2", "LookupTableSizeV2")},
     "DecodeCSV": "not yet mapped (its defaults are a list input of several types)",
     **{t: "a queue or reader op: its inputs are resource handles (FIFOQueueV2, TextLineReaderV2, ...), which the "
           "import does not build" for t in ("QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+import faults
 import pygrad as tf
 
 MODELS = """
@@ -101,6 +102,7 @@ def test_timer_signals_during_two_thread_products_corrupt_nothing():
 def test_ctrl_c_in_a_training_loop_raises_keyboard_interrupt(model, tries, delay):
     words = _child(model, CTRL_C, TRIES=tries, DELAY=delay)
     assert words[:2] == ["interrupted", str(tries)]
+    faults.record(f"SIGINT into a {model} training loop", tries=tries, keyboard_interrupts=int(words[1]), crashes=0)
 
 
 def _runaway():
@@ -120,7 +122,9 @@ def test_a_run_past_its_time_limit_raises_deadline_exceeded(where):
         start = time.monotonic()
         with pytest.raises(tf.errors.DeadlineExceededError, match="Timed out waiting for notification") as e:
             sess.run(loop, {i0: 0}, options=options)
-        assert 0.3 <= time.monotonic() - start < 0.36  # within 1.2x of the limit
+        waited = time.monotonic() - start
+        assert 0.3 <= waited < 0.36  # within 1.2x of the limit
+        faults.record("runaway while_loop past a 300 ms limit", deadline_errors=1, worst_ms=round(waited * 1000))
         assert e.value.op is not None and e.value.op.name.startswith("while")
         assert sess.run(y, {x: 3.0}) == 6.0  # the session goes on
         assert sess.run(loop, {i0: 10}, options=options) == 10  # a loop that ends, under the same limit
@@ -168,4 +172,5 @@ def test_ctrl_c_stops_a_run_that_never_ends():
     assert out.returncode == 0, out.stderr[-3000:]
     words = out.stdout.split()
     assert words[0] == "latency" and float(words[1]) < 0.2, out.stdout
+    faults.record("SIGINT into a runaway while_loop", keyboard_interrupts=1, latency_ms=round(float(words[1]) * 1000))
     assert words[2:] == ["after", "8.0"]

@@ -268,3 +268,21 @@ def test_frozen_pygrad_graph_gives_the_same_predictions():
     tf.import_graph_def(frozen, name="")
     with tf.Session() as sess:
         np.testing.assert_allclose(sess.run("y:0", {"x:0": xs}), want, rtol=1e-6)
+
+
+def test_save_of_a_graph_with_python_ops_keeps_the_checkpoint_and_says_why_no_meta(tmp_path, caplog):
+    """A dataset iterator (or py_func, a queue) runs Python, which a MetaGraphDef cannot hold: save
+    writes the checkpoint, logs why the .meta file is missing, and restore works."""
+    nxt = tf.data.Dataset.range(3).make_one_shot_iterator().get_next()
+    v = tf.Variable(2.0)
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(nxt)
+        with caplog.at_level("WARNING", logger="pygrad"):
+            path = saver.save(sess, str(tmp_path / "model"))
+        assert "model.meta not written" in caplog.text and "IteratorGetNext" in caplog.text
+        assert not (tmp_path / "model.meta").exists() and (tmp_path / "model.index").exists()
+        sess.run(v.assign(5.0))
+        saver.restore(sess, path)
+        assert sess.run(v) == 2.0

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
+import faults
 import pygrad as tf
 
 VALUES = {"f32": np.arange(6, dtype=np.float32).reshape(2, 3) / 7, "f64": np.linspace(-1, 1, 5),
@@ -472,6 +473,8 @@ def test_killed_saves_never_lose_a_checkpoint(tmp_path):
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["kills"] == 200 and result["last_step"] >= 50  # the children made progress
     assert result["mid_write"] > 0  # some kills landed in the middle of a save
+    faults.record("SIGKILL during Saver.save", kills=result["kills"], mid_write=result["mid_write"],
+                  restored=result["kills"], lost=0)
 
 
 # ---------------------------------------------------------------- TensorFlow reads ours, we read TF's

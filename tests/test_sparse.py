@@ -281,3 +281,79 @@ def test_var_len_and_sparse_features_parse_as_tensorflows(tf_peer, single):
         out = parsed(m)[0]
         return [out[k] for k in sorted(out)]
     compare_sparse(tf_peer, fn, [])
+
+
+def _sequence_examples(m):
+    t = m.train
+    out = []
+    for i in range(3):
+        steps = [t.Feature(float_list=t.FloatList(value=[1.0 * s + i, -s])) for s in range(i + 1)]
+        words = [t.Feature(bytes_list=t.BytesList(value=[b"w%d" % j for j in range(s % 3)])) for s in range(i + 2)]
+        lists = {"frames": t.FeatureList(feature=steps), "words": t.FeatureList(feature=words)}
+        if i == 1:
+            lists["extra"] = t.FeatureList(feature=[t.Feature(int64_list=t.Int64List(value=[4]))])
+        context = {"length": t.Feature(int64_list=t.Int64List(value=[i + 1])),
+                   "tags": t.Feature(int64_list=t.Int64List(value=list(range(i))))}
+        out.append(t.SequenceExample(context=t.Features(feature=context),
+                                     feature_lists=t.FeatureLists(feature_list=lists)).SerializeToString())
+    return out
+
+
+def _sequence_features(m):
+    return ({"length": m.FixedLenFeature([], m.int64), "tags": m.VarLenFeature(m.int64),
+             "missing": m.FixedLenFeature([2], m.float32, default_value=[0.5, 1.5])},
+            {"frames": m.FixedLenSequenceFeature([2], m.float32), "words": m.VarLenFeature(m.string),
+             "extra": m.FixedLenSequenceFeature([], m.int64, allow_missing=True)})
+
+
+@pytest.mark.parametrize("single", [False, True])
+def test_sequence_examples_parse_as_tensorflows(tf_peer, single):
+    data = _sequence_examples(tf_peer)
+
+    def fn(m):
+        context, sequence = _sequence_features(m)
+        if single:
+            parts = m.parse_single_sequence_example(m.constant(data[2]), context, sequence)
+        else:
+            parts = m.io.parse_sequence_example(m.constant(data), context, sequence)
+        return [d[k] for d in parts for k in sorted(d)]
+    compare_sparse(tf_peer, fn, [])
+
+
+def test_a_required_feature_list_missing_is_tfs_error(tf_peer):
+    data = _sequence_examples(tf_peer)[0]
+    for m in (tf, tf_peer):
+        with m.Graph().as_default(), m.Session() as s:
+            _, seq = m.parse_single_sequence_example(m.constant(data), None,
+                                                     {"extra": m.FixedLenSequenceFeature([], m.int64)})
+            with pytest.raises(m.errors.InvalidArgumentError, match="Feature list 'extra' is required"):
+                s.run(seq)
+
+
+@pytest.mark.parametrize("enqueue_many", [False, True])
+def test_sparse_tensors_batch_through_queues_as_tensorflows(tf_peer, enqueue_many):
+    data = _serialized_examples(tf_peer)
+
+    def batches(m):
+        with m.Graph().as_default():
+            if enqueue_many:
+                parsed = m.parse_example(m.constant(data), _sparse_features(m))
+            else:
+                one = m.train.string_input_producer(data, shuffle=False).dequeue()
+                parsed = m.parse_single_example(one, _sparse_features(m))
+            out = m.train.batch(parsed, batch_size=3, num_threads=1, enqueue_many=enqueue_many)
+            assert isinstance(out["tokens"], m.SparseTensor) and out["tokens"].shape.ndims == 2
+            with m.Session() as s:
+                s.run(m.local_variables_initializer())
+                coord = m.train.Coordinator()
+                threads = m.train.start_queue_runners(s, coord)
+                got = [s.run(out) for _ in range(2)]
+                coord.request_stop()
+                coord.join(threads)
+        return got
+
+    for a, b in zip(batches(tf), batches(tf_peer)):
+        assert sorted(a) == sorted(b)
+        for k in a:
+            for x, y in zip(a[k], b[k]) if isinstance(b[k], tuple) else [(a[k], b[k])]:
+                np.testing.assert_array_equal(x, y, err_msg=k)

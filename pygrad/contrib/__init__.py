@@ -1,2 +1,2 @@
 """tf.contrib: the parts of TF1's contrib that TF1 programs commonly use."""
-from pygrad.contrib import layers, rnn  # noqa: F401
+from pygrad.contrib import framework, layers, lookup, rnn, slim  # noqa: F401

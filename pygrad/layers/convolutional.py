@@ -1,10 +1,11 @@
-"""tf.layers.Conv2D, Conv2DTranspose, MaxPooling2D and AveragePooling2D, and their functional
-forms (TF1's layers/convolutional.py and pooling.py), channels_last only."""
+"""tf.layers.Conv2D, Conv2DTranspose, SeparableConv2D, MaxPooling2D and AveragePooling2D, and
+their functional forms (TF1's layers/convolutional.py and pooling.py), channels_last only."""
 import numbers
 
 from pygrad.graph import build_error
 from pygrad.ops.array_ops import shape
 from pygrad.ops.conv_ops import avg_pool, conv2d as nn_conv2d, conv2d_transpose as nn_conv2d_transpose, max_pool
+from pygrad.ops.depthwise_ops import separable_conv2d as nn_separable_conv2d
 from pygrad.ops.init_ops import zeros_initializer
 from pygrad.ops.nn_ops import bias_add
 from pygrad.layers.base import Layer, channels_last, input_rank
@@ -98,6 +99,73 @@ class Conv2DTranspose(Conv2D):
         batch = shape(inputs)[0] if batch is None else batch
         return nn_conv2d_transpose(inputs, self.kernel, [batch, out_h, out_w, self.filters],
                                    strides=(1,) + self.strides + (1,), padding=self.padding)
+
+
+_ZEROS = zeros_initializer()
+
+
+class SeparableConv2D(Conv2D):
+    """A depthwise convolution (depth_multiplier filters per input channel) and then a 1x1 one:
+    depthwise_kernel [kh, kw, in_channels, depth_multiplier], pointwise_kernel
+    [1, 1, in_channels * depth_multiplier, filters], bias [filters] (tf.nn.separable_conv2d)."""
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format="channels_last",
+                 dilation_rate=(1, 1), depth_multiplier=1, activation=None, use_bias=True,
+                 depthwise_initializer=None, pointwise_initializer=None, bias_initializer=_ZEROS,
+                 depthwise_regularizer=None, pointwise_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None,
+                 trainable=True, name=None, **kwargs):
+        super().__init__(filters, kernel_size, strides=strides, padding=padding, data_format=data_format,
+                         dilation_rate=dilation_rate, activation=activation, use_bias=use_bias,
+                         bias_initializer=bias_initializer, bias_regularizer=bias_regularizer,
+                         activity_regularizer=activity_regularizer, bias_constraint=bias_constraint,
+                         trainable=trainable, name=name, **kwargs)
+        self.depth_multiplier = int(depth_multiplier)
+        self.depthwise_initializer, self.pointwise_initializer = depthwise_initializer, pointwise_initializer
+        self.depthwise_regularizer, self.pointwise_regularizer = depthwise_regularizer, pointwise_regularizer
+        self.depthwise_constraint, self.pointwise_constraint = depthwise_constraint, pointwise_constraint
+        self.depthwise_kernel = self.pointwise_kernel = None
+
+    def build(self, input_shape):
+        if input_shape.ndims != 4 or input_shape[-1].value is None:
+            raise build_error(type(self).__name__, self.name, f"The channel dimension of the inputs should be "
+                                                              f"defined (4-D NHWC inputs), got inputs of shape "
+                                                              f"{input_shape}")
+        channels = input_shape[-1].value
+        self.depthwise_kernel = self.add_weight(
+            "depthwise_kernel", list(self.kernel_size) + [channels, self.depth_multiplier],
+            initializer=self.depthwise_initializer, regularizer=self.depthwise_regularizer,
+            constraint=self.depthwise_constraint)
+        self.pointwise_kernel = self.add_weight(
+            "pointwise_kernel", [1, 1, channels * self.depth_multiplier, self.filters],
+            initializer=self.pointwise_initializer, regularizer=self.pointwise_regularizer,
+            constraint=self.pointwise_constraint)
+        if self.use_bias:
+            self.bias = self.add_weight("bias", [self.filters], initializer=self.bias_initializer,
+                                        regularizer=self.bias_regularizer, constraint=self.bias_constraint)
+        self.built = True
+
+    def _convolve(self, inputs):
+        return nn_separable_conv2d(inputs, self.depthwise_kernel, self.pointwise_kernel,
+                                   strides=(1,) + self.strides + (1,), padding=self.padding)
+
+
+def separable_conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", data_format="channels_last",
+                     dilation_rate=(1, 1), depth_multiplier=1, activation=None, use_bias=True,
+                     depthwise_initializer=None, pointwise_initializer=None, bias_initializer=_ZEROS,
+                     depthwise_regularizer=None, pointwise_regularizer=None, bias_regularizer=None,
+                     activity_regularizer=None, depthwise_constraint=None, pointwise_constraint=None,
+                     bias_constraint=None, trainable=True, name=None, reuse=None):
+    layer = SeparableConv2D(filters, kernel_size, strides=strides, padding=padding, data_format=data_format,
+                            dilation_rate=dilation_rate, depth_multiplier=depth_multiplier, activation=activation,
+                            use_bias=use_bias, depthwise_initializer=depthwise_initializer,
+                            pointwise_initializer=pointwise_initializer, bias_initializer=bias_initializer,
+                            depthwise_regularizer=depthwise_regularizer, pointwise_regularizer=pointwise_regularizer,
+                            bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                            depthwise_constraint=depthwise_constraint, pointwise_constraint=pointwise_constraint,
+                            bias_constraint=bias_constraint, trainable=trainable, name=name, _scope=name,
+                            _reuse=reuse)
+    return layer.apply(inputs)
 
 
 def _conv_fn(cls):

@@ -9,12 +9,13 @@ the unbiased one; other inputs use tf.nn.moments (the biased variance). training
 with the moving statistics and adds no update. A boolean tensor builds both paths and selects one;
 its updates use momentum 1 (no change) when it is false.
 """
-from pygrad.graph import build_error, get_default_graph
-from pygrad.ops import math_ops, state_ops
+from pygrad.graph import build_error
+from pygrad.ops import math_ops
 from pygrad.ops.array_ops import ones, reshape, zeros
 from pygrad.ops.init_ops import ones_initializer, zeros_initializer
 from pygrad.ops.nn_impl import batch_normalization as nn_batch_normalization, fused_batch_norm, moments
 from pygrad.layers.base import Layer, is_tensor_flag, select
+from pygrad.train.moving_averages import assign_moving_average
 
 
 class BatchNormalization(Layer):
@@ -71,11 +72,7 @@ class BatchNormalization(Layer):
         self.built = True
 
     def _assign_moving_average(self, variable, value, momentum):
-        graph = get_default_graph()
-        with graph.name_scope("AssignMovingAvg") as scope:
-            decay = 1.0 - math_ops.cast(momentum, variable.dtype) if is_tensor_flag(momentum) else 1.0 - momentum
-            delta = (variable - math_ops.cast(value, variable.dtype)) * decay
-            return state_ops.assign_sub(variable, delta, name=scope)
+        return assign_moving_average(variable, math_ops.cast(value, variable.dtype), momentum, zero_debias=False)
 
     def _fused_params(self):
         """(scale, offset) for fused_batch_norm: ones and zeros stand for a missing gamma or beta."""

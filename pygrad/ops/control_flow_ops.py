@@ -20,7 +20,7 @@ import contextlib
 from pygrad import dtypes, errors, nest
 from pygrad.graph import Tensor, get_default_graph, unwrap
 from pygrad.ops import array_ops, math_ops
-from pygrad.registry import CUSTOM, NOOP, OpDef, Spec
+from pygrad.registry import BETWEEN, CUSTOM, NOOP, OpDef, Spec
 from pygrad.shapes import TensorShape, as_shape
 
 class Region:
@@ -228,7 +228,8 @@ def _build_cond(pred, true_fn, false_fn, name, forward=(None, None), after=None)
     captures = []
     for r in regions:
         captures += [t for t in r.captures if t not in captures]
-    op_out = If(pred, *captures, regions=tuple(regions), shape_region=regions[0], out=out, name=name)
+    kind = IfInPython if _runs_python(regions) else If
+    op_out = kind(pred, *captures, regions=tuple(regions), shape_region=regions[0], out=out, name=name)
     op = op_out.op if isinstance(op_out, Tensor) else op_out[0].op if isinstance(op_out, (list, tuple)) else op_out
     for r in regions:
         r.op = op
@@ -327,6 +328,49 @@ def _(ctx, op):
     ctx.jump(top)
     ctx.loop(first)
     ctx.place(done)
+
+
+# ---------------------------------------------------------------- regions that run Python
+# A cond or loop whose regions hold ops that run in Python (tf.py_func, tf.Print, an iterator's
+# get_next; host.py) cannot jump inside a native plan: it is itself such an op (stage BETWEEN),
+# which runs the region the predicate picks, or the condition and body in turn, each as a run of
+# the session with the region's inputs fed (each such run a plan with host stages of its own).
+
+
+def _runs_python(regions):
+    return any(m.opdef.host_stage is not None for r in regions for m in r.members)
+
+
+def _no_gradient(op, *grads):
+    raise LookupError(op.error("gradients through a cond or while_loop whose branches or body run Python ops "
+                               "(py_func, Print, an iterator) are not supported"))
+
+
+IfInPython = OpDef("IfInPython", host=BETWEEN)
+IfInPython.shape(If.shape_fn)
+IfInPython.grad(_no_gradient)
+
+
+@IfInPython.host
+def _(ctx, op, values):
+    region = op.attrs["regions"][0 if values[0] else 1]
+    return ctx.run(list(region.outputs), dict(zip(op.inputs[1:], values[1:])))
+
+
+WhileInPython = OpDef("WhileInPython", host=BETWEEN)
+WhileInPython.shape(While.shape_fn)
+WhileInPython.grad(_no_gradient)
+
+
+@WhileInPython.host
+def _(ctx, op, values):
+    n = op.attrs["n_vars"]
+    cond_region, body = op.attrs["regions"]
+    captured = dict(zip(op.inputs[n:], values[n:]))
+    current = list(values[:n])
+    while ctx.run(cond_region.outputs[0], {**captured, **dict(zip(cond_region.placeholders, current))}):
+        current = ctx.run(list(body.outputs), {**captured, **dict(zip(body.placeholders, current))})
+    return current
 
 
 def _is_tensor_array(v):
@@ -437,8 +481,9 @@ def _build_while(cond_fn, body_fn, loop_vars, shape_invariants, maximum_iteratio
         # a TensorArray's element shape may be known only once the body wrote to it
         shapes = [o.shape if k and _is_tensor_array(templates[k - 1]) else s
                   for k, (s, o) in enumerate(zip(shapes, body.outputs))]
-        outs = While(*flat, *captures, n_vars=len(flat), shapes=shapes, regions=(cond_region, body),
-                     back_prop=back_prop, name="While")
+        kind = WhileInPython if _runs_python((cond_region, body)) else While
+        outs = kind(*flat, *captures, n_vars=len(flat), shapes=shapes, regions=(cond_region, body),
+                    back_prop=back_prop, name="While")
     op = outs[0].op
     cond_region.op = body.op = op
     _wait_for_controls(op, (cond_region, body))

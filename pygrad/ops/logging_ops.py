@@ -79,6 +79,59 @@ def summarize_v1(value, summarize):
     return "".join(out) + ("..." if flat.size > limit else "")
 
 
+def c_escape(b):
+    """absl's Utf8SafeCEscape of the bytes b: quotes, backslashes and control characters escaped C's
+    way, bytes from 0x80 kept."""
+    out = bytearray()
+    for c in b:
+        if c in _C_ESCAPES:
+            out += _C_ESCAPES[c]
+        elif c < 0x20 or c == 0x7f:
+            out += b"\\%03o" % c
+        else:
+            out.append(c)
+    return bytes(out)
+
+
+_C_ESCAPES = {ord("\n"): b"\\n", ord("\r"): b"\\r", ord("\t"): b"\\t", ord('"'): b'\\"', ord("'"): b"\\'",
+              ord("\\"): b"\\\\"}
+
+
+def summarize_v2(value, summarize):
+    """TF's Tensor::SummarizeValue with print_v2 (PrintOneDimV2), as tf.strings.format writes a
+    tensor: numpy-style nested brackets with `summarize` items at each end of every dimension (all
+    when negative) and "..." between, strings quoted and C-escaped. Returns bytes (strings' bytes
+    are kept as they are)."""
+    arr = np.asarray(value)
+    arr = arr.astype(np.float32) if arr.dtype == np.float16 else arr  # TF prints a half as a float
+    flat = arr.reshape(-1)
+    limit = flat.size if summarize < 0 else min(summarize, flat.size)
+
+    def one(v):
+        if isinstance(v, bytes):
+            return b'"' + c_escape(v) + b'"'
+        return (str(int(v)) if isinstance(v, (bool, np.bool_)) else _element(v)).encode()
+
+    if arr.ndim == 0:
+        return b" ".join(one(v) for v in flat[:limit]) + (b"..." if flat.size > limit else b"")
+
+    def spacing(dim):
+        return b" " if dim == arr.ndim - 1 else b"\n" * (arr.ndim - dim - 1) + b" " * (dim + 1)
+
+    def dim_text(dim, index):
+        if dim == arr.ndim:
+            return one(flat[index])
+        count, step = arr.shape[dim], int(np.prod(arr.shape[dim + 1:]))
+        text = spacing(dim).join(dim_text(dim + 1, index + step * i) for i in range(min(limit, count)))
+        if count > 2 * limit:
+            text += spacing(dim) + b"..."
+        for i in range(max(limit, count - limit), count):
+            text += spacing(dim) + dim_text(dim + 1, index + step * i)
+        return b"[" + text + b"]"
+
+    return dim_text(0, 0)
+
+
 class _Printed:
     """How many more times a tf.Print op prints in a session (-1: always)."""
 

@@ -12,7 +12,7 @@ from pygrad.ops.array_ops import (constant, convert_n_same_dtype, convert_to_ten
                                   static_int, static_ints, static_value, zeros_like)
 from pygrad.ops.dynamic_shape_ops import where_true
 from pygrad.ops.indexed_slices import IndexedSlices
-from pygrad.registry import CUSTOM, SHAPE_ONLY_AFTER_FIRST, OpDef, Spec, fail, fail_dtype
+from pygrad.registry import BETWEEN, CUSTOM, SHAPE_ONLY_AFTER_FIRST, HostError, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape
 
 newaxis = None
@@ -364,7 +364,25 @@ def gather(params, indices, validate_indices=None, name=None, axis=None, batch_d
     with params.graph.as_default():
         indices = convert_to_tensor(indices)
     axis = 0 if axis is None else static_int(axis, "axis", GatherV2, name)
+    if params.dtype == dtypes.string:  # strings live in Python: a host op (tf.train.slice_input_producer's)
+        return StringGather(params, indices, axis=axis, name=name or "GatherV2")
     return GatherV2(params, indices, axis=axis, name=name or "GatherV2")
+
+
+# GatherV2 of string tensors, which pygrad holds in Python: NumPy's take, run between plans (host.py).
+StringGather = OpDef("StringGather", host=BETWEEN, differentiable=False)
+StringGather.shape(GatherV2.shape_fn)
+
+
+@StringGather.host
+def _(ctx, op, values):
+    params, indices = np.asarray(values[0], object), np.asarray(values[1])
+    axis = op.attrs["axis"] % max(params.ndim, 1)
+    bad = np.flatnonzero((indices < 0) | (indices >= params.shape[axis]))
+    if bad.size:
+        i = int(bad[0])
+        raise HostError(f"indices[{i}] = {indices.reshape(-1)[i]} is not in [0, {params.shape[axis]})")
+    return [np.take(params, indices, axis=axis)]
 
 
 # ---------------------------------------------------------------- one_hot

@@ -1,7 +1,7 @@
 """Arithmetic, comparisons and matmul, each op's shape rule and gradient together; and the
 operators of Tensor and Variable (`a + b` builds Add), installed here as TF1's math_ops does."""
 from pygrad import dtypes
-from pygrad.graph import override_operator
+from pygrad.graph import build_error, override_operator
 from pygrad.ops.array_ops import cast, convert_n_same_dtype, convert_to_tensor, ones_like, zeros_like
 from pygrad.ops.manip_ops import Select
 from pygrad.registry import CUSTOM, OpDef, Spec, fail, fail_dtype
@@ -269,6 +269,20 @@ def div(x, y, name=None):
 
 
 realdiv = _real_div
+
+
+def div_no_nan(x, y, name=None):
+    """x / y, or 0 where y is 0 (TF's DivNoNan, for floats), its result named `name`. y is replaced
+    by 1 where it is 0 before dividing, so the gradient is finite too (TF's: div_no_nan of the
+    incoming gradient)."""
+    x, y = convert_n_same_dtype([x, y], "DivNoNan")
+    if not x.dtype.is_floating:
+        raise build_error("DivNoNan", name or "div_no_nan", f"x and y must be floats, got {x.dtype.name}", TypeError)
+    if x.shape.ndims is None or y.shape.ndims is None or x.shape.as_list() != y.shape.as_list():
+        x, y = x + zeros_like(y), y + zeros_like(x)  # both in the broadcast shape
+    zero = equal(y, 0.0)
+    q = _real_div(x, Select(zero, ones_like(y), y))
+    return Select(zero, zeros_like(q), q, name=name or "div_no_nan")
 
 
 def pow(x, y, name=None):  # noqa: A001

@@ -53,7 +53,7 @@ def _shape_text(dims):
     return "[" + ",".join("?" if d is None else str(d) for d in dims) + "]"
 
 
-def _values(feature, kind):
+def feature_values(feature, kind):
     """The values of one Feature as an array of kind's dtype, or the Feature's own kind on a mismatch."""
     which = None if feature is None else feature.WhichOneof("kind")
     if which is not None and _KINDS[which] != kind:
@@ -68,11 +68,10 @@ def _values(feature, kind):
     return np.array(values, kind.np)
 
 
-def _parse_one(examples, i, single, names, dense_keys, shapes, defaults, kinds):
-    """The dense values of examples[i] (a parsed Example), per key; None for a sequence feature it lacks."""
+def _parse_one(feature_map, i, single, names, dense_keys, shapes, defaults, kinds):
+    """The dense values of the i-th Features' map (an Example's), per key; None for a sequence feature it lacks."""
     out = []
     where = (lambda k: f"Key: {k}.  ") if single else (lambda k: f"Name: {names[i]}, Key: {k}, Index: {i}.  ")
-    feature_map = examples[i].features.feature
     for key, shape, default, kind in zip(dense_keys, shapes, defaults, kinds):
         dims = shape.as_list()
         sequence = dims and dims[0] is None
@@ -86,7 +85,7 @@ def _parse_one(examples, i, single, names, dense_keys, shapes, defaults, kinds):
             else:
                 out.append(default.reshape(dims))
             continue
-        values = _values(feature_map[key], kind)
+        values = feature_values(feature_map[key], kind)
         if isinstance(values, dtypes.DType):
             raise HostError(f"{where(key)}Data types don't match. Data type: {_TYPE_NAMES[values]} but expected "
                             f"type: {_TYPE_NAMES[kind]}")
@@ -120,12 +119,19 @@ def _(ctx, op, values):
             examples.append(Example.FromString(s))
         except DecodeError:
             raise HostError(f"Could not parse example input, value: '{s[:64]!r}'") from None
+    maps = [e.features.feature for e in examples]
     kinds = [d.dtype for d in op.inputs[1:]]
-    defaults = [np.asarray(v) for v in values[1:]]
-    rows = [_parse_one(examples, i, single, names, a["dense_keys"], a["dense_shapes"], defaults, kinds)
-            for i in range(len(flat))]
+    return (sparse_columns(maps, single, names, a["sparse_keys"], a["sparse_types"])
+            + dense_columns(maps, single, names, a["dense_keys"], a["dense_shapes"], values[1:], kinds))
+
+
+def dense_columns(maps, single, names, keys, shapes, defaults, kinds):
+    """The value of each dense feature over the Features' maps: [batch] + its shape (a sequence
+    padded to the longest with its default, or 0 or ""), without the batch for one example."""
+    defaults = [np.asarray(v) for v in defaults]
+    rows = [_parse_one(m, i, single, names, keys, shapes, defaults, kinds) for i, m in enumerate(maps)]
     outs = []
-    for j, (shape, default, kind) in enumerate(zip(a["dense_shapes"], defaults, kinds)):
+    for j, (shape, default, kind) in enumerate(zip(shapes, defaults, kinds)):
         dims = shape.as_list()
         if dims and dims[0] is None:  # a sequence: padded to the longest with the default (0, "")
             n = max([r[j].shape[0] for r in rows if r[j] is not None], default=0)
@@ -137,18 +143,18 @@ def _(ctx, op, values):
         else:
             column = np.stack([r[j] for r in rows]) if rows else np.zeros([0] + dims, default.dtype)
         outs.append(column[0] if single else column)
-    return _sparse_columns(examples, single, names, a["sparse_keys"], a["sparse_types"]) + outs
+    return outs
 
 
-def _sparse_columns(examples, single, names, keys, kinds):
-    """The [indices, values, dense_shape] of each VarLenFeature, all indices first, as TF's outputs:
-    entry j of example i at [i, j] ([j] for one example), the dense shape [batch, longest]."""
+def sparse_columns(maps, single, names, keys, kinds):
+    """The [indices, values, dense_shape] of each VarLenFeature over the Features' maps, all indices
+    first, as TF's outputs: entry j of example i at [i, j] ([j] for one example), the dense shape
+    [batch, longest]."""
     indices, values, shapes = [], [], []
     for key, kind in zip(keys, kinds):
         rows = []
-        for i, example in enumerate(examples):
-            feature_map = example.features.feature
-            got = _values(feature_map[key], kind) if key in feature_map else _values(None, kind)
+        for i, feature_map in enumerate(maps):
+            got = feature_values(feature_map[key], kind) if key in feature_map else feature_values(None, kind)
             if isinstance(got, dtypes.DType):
                 where = f"Key: {key}.  " if single else f"Name: {names[i]}, Key: {key}, Index: {i}.  "
                 raise HostError(f"{where}Data types don't match. Expected type: {_TYPE_NAMES[kind]}, Actual type: "

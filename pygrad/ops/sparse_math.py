@@ -10,8 +10,9 @@ import numpy as np
 from pygrad import dtypes
 from pygrad.graph import get_default_graph
 from pygrad.ops import math_ops
-from pygrad.ops.array_ops import convert_to_tensor, ones_like, shape as shape_of, squeeze, transpose, zeros_like
-from pygrad.ops.manip_ops import gather
+from pygrad.ops.array_ops import constant, convert_to_tensor, ones_like, shape as shape_of, squeeze, transpose, \
+    zeros_like
+from pygrad.ops.manip_ops import concat, gather
 from pygrad.ops.reduction_ops import reduce_sum
 from pygrad.ops.scatter_ops import gather_nd
 from pygrad.ops.sparse_ops import SparseTensorDenseAdd, _const, _rank_of, _text, row_major_order, static_dims
@@ -123,34 +124,23 @@ def _broadcast_index(ind, shape, dense_shape):
 SparseDenseCwiseMul = _cwise_op("SparseDenseCwiseMul", np.multiply)
 SparseDenseCwiseDiv = _cwise_op("SparseDenseCwiseDiv", np.divide)
 
-# The dense element each entry of a SparseTensor meets (its index broadcast into dense's shape):
-# the gradient of SparseDenseCwiseMul/Div (TF: Shape, FloorDiv, Slice, GatherNd).
-SparseDenseGather = OpDef("SparseDenseGather", host=BETWEEN, differentiable=False)
-
-
-@SparseDenseGather.shape
-def _(sp_indices, sp_shape, dense):
-    return [Spec(dense.dtype, TensorShape([sp_indices.shape.dims[0] if sp_indices.shape.ndims else None])),
-            Spec(dtypes.int64, TensorShape([None, dense.shape.ndims]))]
-
-
-@SparseDenseGather.host
-def _(ctx, op, values):
-    ind, shape, dense = (np.asarray(v) for v in values)
-    where = _broadcast_index(ind, shape, dense.shape)
-    return [dense[where], np.stack(where, 1).astype(np.int64) if where else np.zeros((len(ind), 0), np.int64)]
-
-
 def _cwise_grad(is_mul):
+    """TF's _SparseDenseCwiseMulOrDivGrad: each entry's dense element by its index divided by
+    the sparse shape over the dense one's (1 where dense broadcasts)."""
     def grad(op, g):
         sp_indices, sp_values, sp_shape, dense = op.inputs
-        dense_vals, dense_indices = SparseDenseGather(sp_indices, sp_shape, dense)
+        rank, d_rank = _rank_of(sp_shape), dense.shape.ndims
+        if rank is None or d_rank is None:
+            raise SparseDenseCwiseMul.error("the gradient of a SparseTensor times a dense tensor needs known ranks")
+        d_shape = shape_of(dense, out_type=dtypes.int64)
+        scaling = sp_shape // concat([constant(np.ones(rank - d_rank, np.int64)), d_shape], 0)
+        indices = (sp_indices // scaling)[:, rank - d_rank:]
+        dense_vals = gather_nd(dense, indices)
         if is_mul:
             dx, dy_vals = g * dense_vals, g * sp_values
         else:
             dx, dy_vals = g / dense_vals, g * (-sp_values / math_ops.square(dense_vals))
-        dy = SparseTensorDenseAdd(dense_indices, dy_vals, shape_of(dense, out_type=dtypes.int64), zeros_like(dense))
-        return [None, dx, None, dy]
+        return [None, dx, None, SparseTensorDenseAdd(indices, dy_vals, d_shape, zeros_like(dense))]
     return grad
 
 
@@ -166,6 +156,10 @@ def sparse_dense_cwise(sp, dense, kind):
     result = SparseTensor(sp.indices, opdef(sp.indices, sp.values, sp.dense_shape, d), sp.dense_shape)
     result.set_shape(sp.shape)
     return result
+
+
+SparseTensor.__mul__ = lambda self, other: sparse_dense_cwise(self, other, "mul")
+SparseTensor.__truediv__ = SparseTensor.__div__ = lambda self, other: sparse_dense_cwise(self, other, "div")
 
 
 # ---------------------------------------------------------------- reductions, empty rows

@@ -9,7 +9,7 @@ from collections import namedtuple
 import numpy as np
 
 from pygrad import dtypes
-from pygrad.graph import Tensor, get_default_graph, session_for
+from pygrad.graph import get_default_graph, session_for
 from pygrad.ops.array_ops import convert_to_tensor, placeholder
 from pygrad.ops.sequence_ops import placeholder_with_default
 from pygrad.ops.shape_exprs import symbolic
@@ -102,15 +102,8 @@ class SparseTensor:
         return (f"SparseTensor(indices={self._indices!r}, values={self._values!r}, "
                 f"dense_shape={self._dense_shape!r})")
 
-    def __mul__(self, other):
-        from pygrad.ops import sparse_math
-        return sparse_math.sparse_dense_cwise(self, other, "mul")
+    # sparse_math installs * and / (a SparseTensor times or over a dense tensor), as TF's.
 
-    def __truediv__(self, other):
-        from pygrad.ops import sparse_math
-        return sparse_math.sparse_dense_cwise(self, other, "div")
-
-    __div__ = __truediv__
 
 
 def is_sparse(x):
@@ -171,7 +164,3 @@ def sparse_feed(sp, value):
 def sparse_parts(sp):
     """The three tensors a fetch of sp runs, in SparseTensorValue's order."""
     return [sp.indices, sp.values, sp.dense_shape]
-
-
-def is_tensor_or_sparse(x):
-    return isinstance(x, (Tensor, SparseTensor))

@@ -1,4 +1,4 @@
-"""tf.nn.top_k (TF's TopKV2) with its gradient, and tf.nn.in_top_k (InTopKV2).
+"""tf.nn.top_k (TF's TopKV2) with its gradient, tf.nn.in_top_k (InTopKV2), and tf.sort and tf.argsort on top_k.
 
 top_k works along the last axis of any leading shape: larger values first, equal values by the
 lower index first (TF). NaN, which TF leaves unordered, ranks above every number here. sorted=False
@@ -15,7 +15,7 @@ import numpy as np
 
 from pygrad import dtypes
 from pygrad.graph import get_default_graph
-from pygrad.ops.array_ops import convert_to_tensor, static_value
+from pygrad.ops.array_ops import convert_to_tensor, static_value, transpose
 from pygrad.ops.math_ops import FLOATS, check_dtype
 from pygrad.registry import OpDef, Spec, fail
 from pygrad.shapes import TensorShape
@@ -156,3 +156,44 @@ def in_top_k(predictions, targets, k, name=None):
     with get_default_graph().name_scope(name or "in_top_k"):
         k = _k_value(k, InTopKV2, "InTopKV2")
         return InTopKV2(convert_to_tensor(predictions), convert_to_tensor(targets), k=k, name="InTopKV2")
+
+
+# ---------------------------------------------------------------- sort, argsort
+# TF's sort_ops: a descending sort is top_k with k the axis' length, the axis moved last and back;
+# an ascending one sorts the negated values (so ties keep the lower index first in both).
+_DIRECTIONS = ("ASCENDING", "DESCENDING")
+
+
+def _sort_along(values, axis, direction, want_indices, name):
+    if direction not in _DIRECTIONS:
+        raise ValueError(f"{direction!r} should be one of {', '.join(_DIRECTIONS)}")
+    if not isinstance(axis, (int, np.integer)):
+        raise ValueError(f"axis must be a constant scalar, got {axis!r}")  # noqa: TRY004  (TF's)
+    values = convert_to_tensor(values, name="values")
+    rank = values.shape.ndims
+    if rank is None or rank == 0:
+        raise TopKV2.error(f"sort needs values of known rank >= 1, got shape {values.shape}", name)
+    if not -rank <= axis < rank:
+        raise TopKV2.error(f"axis {axis} is out of range for values of rank {rank}", name)
+    axis = int(axis) % rank
+    perm = list(range(rank))
+    perm[axis], perm[-1] = perm[-1], perm[axis]
+    k = values.shape.dims[axis]
+    if k is None:
+        raise TopKV2.error(f"sort needs the length of axis {axis} known when the graph is built, got values of "
+                           f"shape {values.shape}", name)
+    with get_default_graph().name_scope(name):
+        x = values if axis == rank - 1 else transpose(values, perm)
+        result = top_k(-x if direction == "ASCENDING" else x, k)
+        out = result.indices if want_indices else (-result.values if direction == "ASCENDING" else result.values)
+        return out if axis == rank - 1 else transpose(out, perm)
+
+
+def sort(values, axis=-1, direction="ASCENDING", name=None):
+    """values sorted along axis (tf.sort)."""
+    return _sort_along(values, axis, direction, False, name or "sort")
+
+
+def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
+    """The int32 indices that sort values along axis (tf.argsort); equal values keep their order."""
+    return _sort_along(values, axis, direction, True, name or "argsort")

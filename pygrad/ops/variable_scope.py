@@ -1,5 +1,6 @@
 """tf.variable_scope and tf.get_variable: named, shareable variables (TF1 semantics)."""
 import contextlib
+import functools
 
 from pygrad import dtypes
 from pygrad.graph import GraphKeys, get_default_graph
@@ -20,8 +21,10 @@ AUTO_REUSE = _ReuseMode()
 class VariableScope:
     """A variable scope: its name, reuse mode and defaults for get_variable."""
 
-    def __init__(self, reuse, name="", initializer=None, regularizer=None, dtype=dtypes.float32, name_scope=""):
+    def __init__(self, reuse, name="", initializer=None, regularizer=None, dtype=dtypes.float32, name_scope="",
+                 custom_getter=None):
         self.name = name
+        self.custom_getter = custom_getter
         self.reuse = reuse
         self.initializer = initializer
         self.regularizer = regularizer
@@ -33,6 +36,9 @@ class VariableScope:
 
     def set_initializer(self, initializer):
         self.initializer = initializer
+
+    def set_custom_getter(self, custom_getter):
+        self.custom_getter = custom_getter
 
     def get_variable(self, name, *args, **kwargs):
         return get_variable(name, *args, **kwargs)
@@ -49,6 +55,20 @@ def _state(graph):
 
 def get_variable_scope():
     return _state(get_default_graph())[0][-1]
+
+
+def _wrap_custom_getter(custom_getter, old_getter):
+    """custom_getter over old_getter, as TF nests them: the inner scope's getter receives, as its
+    getter, the outer scope's getter bound to the real one."""
+    if custom_getter is not None and not callable(custom_getter):
+        raise ValueError(f"custom_getter must be callable, got {custom_getter!r}")
+    if old_getter is None or custom_getter is None:
+        return custom_getter or old_getter
+
+    def wrapped(getter, *args, **kwargs):
+        return custom_getter(functools.partial(old_getter, getter), *args, **kwargs)
+
+    return wrapped
 
 
 def _unique_scope_name(parent_name, default_name, counts):
@@ -75,7 +95,8 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
     * None with default_name makes a scope never entered before (default_name, default_name_1, ...).
 
     reuse=True or AUTO_REUSE lets get_variable return existing variables and is inherited by
-    nested scopes; reuse=False (like None) inherits."""
+    nested scopes; reuse=False (like None) inherits. A custom_getter(getter, name, **kwargs) sees
+    every get_variable of the scope and the scopes inside it (nested getters wrap the outer ones)."""
     graph = get_default_graph()
     stack, _, counts = _state(graph)
     parent = stack[-1]
@@ -96,7 +117,7 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
         full, base = (parent.name + "/" + short if parent.name else short), parent
         reuse = reuse or parent.reuse
     scope = VariableScope(reuse, full, initializer or base.initializer, regularizer or base.regularizer,
-                          dtype or base.dtype)
+                          dtype or base.dtype, custom_getter=_wrap_custom_getter(custom_getter, base.custom_getter))
     if not auxiliary_name_scope:  # stay in the current name scope
         current = graph.get_name_scope()
         ns_name = current + "/" if current else None
@@ -123,14 +144,34 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                  caching_device=None, partitioner=None, validate_shape=True, use_resource=None, custom_getter=None,
                  constraint=None, synchronization=None, aggregation=None):
     """The variable '<scope>/name': created on first call (the initializer defaults to the scope's,
-    else glorot_uniform for floats and zeros otherwise), returned again when the scope reuses."""
+    else glorot_uniform for floats and zeros otherwise), returned again when the scope reuses.
+    A custom getter (the argument's, wrapped by the scope's) is called as TF calls it:
+    getter(getter=<the real getter>, name=<full name>, shape=..., dtype=..., ...)."""
+    scope = get_variable_scope()
+    full = scope.name + "/" + name if scope.name else name
+    getter = scope.custom_getter if custom_getter is None else _wrap_custom_getter(custom_getter,
+                                                                                   scope.custom_getter)
+    kwargs = {"shape": shape, "dtype": dtype, "initializer": initializer, "regularizer": regularizer,
+              "reuse": scope.reuse, "trainable": trainable, "collections": collections,
+              "caching_device": caching_device, "partitioner": partitioner, "validate_shape": validate_shape,
+              "use_resource": use_resource, "constraint": constraint, "synchronization": synchronization,
+              "aggregation": aggregation}
+    if getter is None:
+        return _true_getter(full, **kwargs)
+    return getter(getter=_true_getter, name=full, **kwargs)
+
+
+def _true_getter(name, shape=None, dtype=None, initializer=None, regularizer=None, reuse=None, trainable=None,
+                 collections=None, caching_device=None, partitioner=None, validate_shape=True, use_resource=None,
+                 constraint=None, synchronization=None, aggregation=None):
+    """get_variable on a full name, with reuse the scope's mode (True, False/None, or AUTO_REUSE)."""
     graph = get_default_graph()
     _, store, _ = _state(graph)
     scope = get_variable_scope()
-    full = scope.name + "/" + name if scope.name else name
+    full = name
     shape = as_shape(shape) if shape is not None else None
     if full in store:
-        if scope.reuse is False:
+        if not reuse:
             raise ValueError(f"Variable {full} already exists, disallowed. Did you mean to set reuse=True or "
                              f"reuse=tf.AUTO_REUSE in VarScope?")
         var = store[full]
@@ -141,7 +182,7 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
             raise ValueError(f"Trying to share variable {full}, but specified dtype {dtypes.as_dtype(dtype).name} "
                              f"and found dtype {var.dtype.name}.")
         return var
-    if scope.reuse is True:
+    if reuse is True:
         raise ValueError(f"Variable {full} does not exist, or was not created with tf.get_variable(). Did you mean "
                          f"to set reuse=tf.AUTO_REUSE in VarScope?")
     initializer = initializer if initializer is not None else scope.initializer
@@ -163,7 +204,8 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                        name=full + "/", dtype=dtype)
     store[full] = var
     if regularizer is not None or scope.regularizer is not None:
-        loss = (regularizer or scope.regularizer)(var)
+        with graph.name_scope(full + "/Regularizer/"):  # as TF: '<variable>/Regularizer/<regularizer's op>'
+            loss = (regularizer or scope.regularizer)(var)
         if loss is not None:
             graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
     return var

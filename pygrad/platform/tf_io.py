@@ -7,6 +7,7 @@ from pygrad.ops.decode_ops import decode_csv, decode_raw  # noqa: F401
 from pygrad.ops.io_ops import matching_files, read_file, write_file  # noqa: F401
 from pygrad.ops.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature, RaggedFeature,  # noqa: F401
                                     SparseFeature, VarLenFeature, parse_example, parse_single_example)
+from pygrad.ops.parsing_sequence import parse_sequence_example, parse_single_sequence_example  # noqa: F401
 from pygrad.platform import gfile as _gfile
 from pygrad.platform.tf_record import (TFRecordCompressionType, TFRecordOptions, TFRecordWriter,  # noqa: F401
                                        tf_record_iterator)

@@ -7,7 +7,8 @@ import numpy as np
 
 from pygrad import dtypes
 from pygrad.graph import GraphKeys, get_default_graph
-from pygrad.ops import array_ops, math_ops, queue_ops, random_ops, script_ops, state_ops, summary_ops
+from pygrad.ops import array_ops, math_ops, queue_ops, random_ops, script_ops, sparse_maps, state_ops, summary_ops
+from pygrad.ops.sparse_tensor import SparseTensor
 from pygrad.ops.sequence_ops import range as _range
 from pygrad.shapes import as_shape
 from pygrad.train.queue_runner import QueueRunner, add_queue_runner
@@ -165,8 +166,9 @@ def _batch(tensors_list, batch_size, keep_input, threads_per_list, capacity, enq
         raise ValueError("All dictionaries in tensors_list must have the same keys")
     graph = get_default_graph()
     with graph.name_scope(name or what) as scope:
-        tensor_list_list, types = _validate(tensor_list_list, what)
         keep = _keep_input(keep_input, enqueue_many)
+        tensor_list_list, sparse = _store_sparse(tensor_list_list, keep, enqueue_many)
+        tensor_list_list, types = _validate(tensor_list_list, what)
         shapes = _shapes(tensor_list_list, shapes, enqueue_many)
         if shuffle is not None:
             min_after_dequeue, seed = shuffle
@@ -186,7 +188,35 @@ def _batch(tensors_list, batch_size, keep_input, threads_per_list, capacity, enq
         else:
             summary_ops.scalar(f"fraction_of_{capacity}_full", size * (1. / capacity))
         dequeue = queue.dequeue_up_to if allow_smaller_final_batch else queue.dequeue_many
-        return _as_original_type(tensors_list[0], dequeue(batch_size, name=scope))
+        out = dequeue(batch_size, name=scope)
+        if sparse:
+            out = [out] if not isinstance(out, (list, tuple)) else list(out)
+            for i, (tensors_map, dtype, rank) in sparse.items():
+                out[i] = sparse_maps.take_many(out[i], dtype, rank + 1, tensors_map)
+            out = out[0] if len(out) == 1 else out
+        return _as_original_type(tensors_list[0], out)
+
+
+def _store_sparse(tensor_list_list, keep, enqueue_many):
+    """The lists with each SparseTensor replaced by its handle in a map (one map per position, as
+    TF's _store_sparse_tensors), and {position: (map, dtype, rank of one element)}."""
+    sparse = {}
+    tensor_list_list = [list(tl) for tl in tensor_list_list]
+    for i in range(len(tensor_list_list[0])):
+        items = [tl[i] for tl in tensor_list_list]
+        if not any(isinstance(t, SparseTensor) for t in items):
+            continue
+        if not all(isinstance(t, SparseTensor) for t in items):
+            raise TypeError(f"Element {i} is a SparseTensor in some of the tensor lists and not in others")
+        rank = items[0].shape.ndims
+        if rank is None:
+            raise ValueError(f"Element {i}: a SparseTensor batched through a queue needs a known rank")
+        tensors_map = sparse_maps.SparseTensorsMap(get_default_graph().unique_name("SparseTensorsMap"))
+        flag = keep if keep is not None else array_ops.constant(True)
+        for tl in tensor_list_list:
+            tl[i] = sparse_maps.store(tl[i], flag, enqueue_many, tensors_map)
+        sparse[i] = (tensors_map, items[0].dtype, rank - 1 if enqueue_many else rank)
+    return tensor_list_list, sparse
 
 
 def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, shapes=None, dynamic_pad=False,

@@ -7,7 +7,8 @@ import logging
 
 from pygrad import errors
 from pygrad.graph import GraphKeys, get_default_graph
-from pygrad.ops.state_ops import global_variables_initializer, local_variables_initializer
+from pygrad.ops.lookup_ops import tables_initializer
+from pygrad.ops.state_ops import global_variables_initializer, group, local_variables_initializer
 from pygrad.session import Session
 from pygrad.train import checkpoint_management
 from pygrad.train.coordinator import Coordinator
@@ -32,7 +33,7 @@ USE_DEFAULT = _UseDefault()
 class Scaffold:
     """What a session needs besides the model: init_op (default: initialize the global
     variables), init_feed_dict, init_fn(scaffold, session) run after it, local_init_op (default:
-    initialize the local variables), summary_op (default: the graph's 'summary_op' collection,
+    initialize the local variables and the lookup tables), summary_op (default: the graph's 'summary_op' collection,
     else tf.summary.merge_all()) and the saver (default: the graph's 'savers' collection, else a
     Saver of the global variables). ready_op is accepted; it is not used."""
 
@@ -61,7 +62,7 @@ class Scaffold:
                 graph.add_to_collection(GraphKeys.INIT_OP, self._init_op)
         if self._local_init_op is None:
             ops = graph.get_collection(LOCAL_INIT_OP)
-            self._local_init_op = ops[0] if ops else local_variables_initializer()
+            self._local_init_op = ops[0] if ops else group(local_variables_initializer(), tables_initializer())
             if not ops:
                 graph.add_to_collection(LOCAL_INIT_OP, self._local_init_op)
         if self._summary_op is None:

@@ -1,7 +1,10 @@
-"""tf.train.ExponentialMovingAverage: shadow variables updated as shadow -= (1 - decay) * (shadow - var)."""
+"""tf.train.ExponentialMovingAverage: shadow variables updated as shadow -= (1 - decay) * (shadow - var);
+assign_moving_average, the same update of one variable (batch norm's moving statistics)."""
 from pygrad.graph import GraphKeys, get_default_graph
 from pygrad.ops import math_ops, state_ops
 from pygrad.ops.array_ops import cast, convert_to_tensor, zeros
+from pygrad.ops.init_ops import zeros_initializer
+from pygrad.ops.variable_scope import get_variable, get_variable_scope, variable_scope
 from pygrad.train.slot_creator import create_slot
 
 
@@ -96,3 +99,43 @@ class ExponentialMovingAverage:
             if v not in moving_avg_variables and v.op.name not in restore:
                 restore[v.op.name] = v
         return restore
+
+
+def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
+    """variable -= (variable - value) * (1 - decay), TF's moving_averages.assign_moving_average.
+    With zero_debias the update goes to a variable '<variable>/biased' (made, with a step count
+    '<variable>/local_step', in the variable scope named after variable, inside the current one, as
+    TF's), and variable gets biased / (1 - decay^step)."""
+    graph = get_default_graph()
+    with graph.name_scope(name or "AssignMovingAvg") as scope:
+        one_minus_decay = convert_to_tensor(1.0 - decay, name="decay")
+        one_minus_decay = cast(one_minus_decay, variable.dtype.base_dtype)
+        if not zero_debias:
+            return state_ops.assign_sub(variable, (variable - value) * one_minus_decay, name=scope)
+        biased, local_step = _zero_debias_variables(variable)
+        update_biased = state_ops.assign_sub(biased, (biased - value) * one_minus_decay)
+        bias_factor = 1.0 - math_ops.pow(1.0 - one_minus_decay, state_ops.assign_add(local_step, 1.0))
+        return state_ops.assign(variable, update_biased / bias_factor, name=scope)
+
+
+def _zero_debias_variables(variable):
+    """(biased, local_step) for assign_moving_average's zero_debias: zeros, not trainable; a name
+    already taken gets TF's _1, _2 suffix unless the scope reuses."""
+    with variable_scope(variable.op.name):
+        scope = get_variable_scope()
+        taken = {v.op.name for v in get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES)}
+
+        def unique(short):
+            if scope.reuse or scope.name + "/" + short not in taken:
+                return short
+            i = 1
+            while f"{scope.name}/{short}_{i}" in taken:
+                i += 1
+            return f"{short}_{i}"
+
+        with get_default_graph().name_scope(None), get_default_graph().control_dependencies(None):
+            biased = get_variable(unique("biased"), shape=variable.shape, dtype=variable.dtype.base_dtype,
+                                  initializer=zeros_initializer(), trainable=False)
+            local_step = get_variable(unique("local_step"), shape=[], dtype=variable.dtype.base_dtype,
+                                      initializer=zeros_initializer(), trainable=False)
+    return biased, local_step

@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from pygrad import errors, meta_graph
+from pygrad.graph_def import NotExportableError
 from pygrad.graph import GraphKeys, Tensor, get_default_graph, prepend_name_scope, unwrap
 from pygrad.ops.state_ops import Variable
 from pygrad.train import checkpoint_bundle, checkpoint_management, saver_graph
@@ -213,8 +214,14 @@ class Saver:
                 latest_filename=latest_filename, save_relative_paths=self._save_relative_paths)
             self._maybe_delete_old_checkpoints(meta_graph_suffix)
         if write_meta_graph:
-            self.export_meta_graph(f"{checkpoint_file}.{meta_graph_suffix}", strip_default_attrs=strip_default_attrs,
-                                   save_debug_info=save_debug_info)
+            try:
+                self.export_meta_graph(f"{checkpoint_file}.{meta_graph_suffix}",
+                                       strip_default_attrs=strip_default_attrs, save_debug_info=save_debug_info)
+            except NotExportableError as e:  # the checkpoint is saved; only the graph cannot be
+                if not getattr(self, "_said_no_meta", False):  # once per Saver, not at every save
+                    self._said_no_meta = True
+                    _log.warning("Saver.save: %s.%s not written (the checkpoint is saved): %s", checkpoint_file,
+                                 meta_graph_suffix, str(e).splitlines()[0])
         return checkpoint_file
 
     # ---------------------------------------------------------------- restore

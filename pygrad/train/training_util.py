@@ -29,7 +29,8 @@ def create_global_step(graph=None):
 
 def get_or_create_global_step(graph=None):
     """The graph's int64 global_step variable (in the GLOBAL_STEP collection), created at 0 if missing."""
-    return get_global_step(graph) or create_global_step(graph)
+    step = get_global_step(graph)
+    return step if step is not None else create_global_step(graph)
 
 
 def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False, name=None):

@@ -1,12 +1,17 @@
-"""tf.contrib.layers: the regularizers (defined in pygrad.layers.regularizers) and contrib's
-initializers, xavier_initializer and variance_scaling_initializer (contrib's formulas)."""
+"""contrib's initializers, xavier_initializer and variance_scaling_initializer (contrib's
+formulas), and the regularizers (defined in pygrad.layers.regularizers)."""
 import math
 
 from pygrad import dtypes
+from pygrad.layers.regularizers import (  # noqa: F401
+    apply_regularization,
+    l1_l2_regularizer,
+    l1_regularizer,
+    l2_regularizer,
+    sum_regularizer,
+)
 from pygrad.ops import random_ops
 from pygrad.ops.init_ops import Initializer
-from pygrad.layers.regularizers import (apply_regularization, l1_l2_regularizer, l1_regularizer,  # noqa: F401
-                                        l2_regularizer, sum_regularizer)
 
 
 class _ContribVarianceScaling(Initializer):

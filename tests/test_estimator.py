@@ -1,0 +1,181 @@
+"""tf.estimator against TensorFlow 2.15's (the last with estimators; recorded by
+tests/references/record_estimators.py): from the same initial weights, a custom-model_fn convnet
+on MNIST gives TF's loss at every step, TF's variable names and shapes, TF's evaluation and
+predictions. And the Estimator's own behaviour: resuming from model_dir, max_steps, TF's errors
+for a malformed EstimatorSpec, train_and_evaluate's evaluations, events and exports, and a
+SavedModel TensorFlow serves with the same predictions."""
+import os
+
+import numpy as np
+import pytest
+
+import pygrad as tf
+from estimator_models import convnet_model_fn, loss_recorder, mnist_subset
+
+REFERENCES = {np.float32: "estimator_mnist.npz", np.float64: "estimator_mnist64.npz"}
+# Per-step loss tolerances. In float64 the whole run agrees to the loss's last float32 bit (TF's
+# tf.losses reduce in float32): the training itself does not drift. In float32 the first steps
+# agree to rounding, whose differences (1e-7) Adam then doubles every few steps (1e-3 by step 60).
+TOLERANCES = {np.float32: [(20, 2e-6), (30, 3e-5), (60, 1e-2)], np.float64: [(60, 3e-7)]}
+
+
+def _initial_checkpoint(ref, path):
+    """A checkpoint of TF's initial values of the trainable variables."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tf.Graph().as_default():
+        variables = [tf.Variable(ref[f"init/{n}"], name=n) for n in ref["names"]
+                     if "Adam" not in n and "power" not in n and n != "global_step"]
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            return tf.train.Saver(variables).save(s, path)
+
+
+@pytest.fixture(scope="module", params=[np.float32, np.float64], ids=["float32", "float64"])
+def trained(request, mnist_dir, tmp_path_factory):
+    dtype = request.param
+    ref = np.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "references", REFERENCES[dtype]))
+    x, y, ex, ey = (a.astype(dtype) if a.dtype.kind == "f" else a for a in mnist_subset(mnist_dir))
+    tmp = tmp_path_factory.mktemp("estimator")
+    warm = tf.estimator.WarmStartSettings(_initial_checkpoint(ref, str(tmp / "init" / "model")))
+    config = tf.estimator.RunConfig(save_checkpoints_steps=len(ref["losses"]), log_step_count_steps=None)
+    est = tf.estimator.Estimator(convnet_model_fn(tf), model_dir=str(tmp / "model"), config=config,
+                                 params={"learning_rate": 1e-3}, warm_start_from=warm)
+    rec = loss_recorder(tf)()
+    est.train(tf.estimator.inputs.numpy_input_fn({"image": x}, y, batch_size=50, num_epochs=None, shuffle=False),
+              steps=len(ref["losses"]), hooks=[rec])
+    return ref, est, rec.losses, (ex, ey), TOLERANCES[dtype]
+
+
+def test_convnet_trains_to_tensorflows_losses_with_its_variables(trained):
+    ref, est, losses, _, tolerances = trained
+    assert len(losses) == len(ref["losses"])
+    for steps, rtol in tolerances:
+        np.testing.assert_allclose(losses[:steps], ref["losses"][:steps], rtol=rtol, err_msg=f"first {steps} steps")
+    names = est.get_variable_names()
+    assert names == list(ref["names"])
+    shapes = {n: str(list(np.shape(est.get_variable_value(n)))) for n in names}
+    assert [shapes[n] for n in names] == list(ref["shapes"])
+
+
+def test_convnet_evaluates_and_predicts_as_tensorflow(trained):
+    ref, est, _, (ex, ey), tolerances = trained
+    rtol = tolerances[-1][1] / 10
+    metrics = est.evaluate(tf.estimator.inputs.numpy_input_fn({"image": ex}, ey, batch_size=100, shuffle=False))
+    assert metrics["global_step"] == ref["eval_global_step"]
+    np.testing.assert_allclose(metrics["accuracy"], ref["eval_accuracy"], atol=1e-6 + rtol)
+    np.testing.assert_allclose(metrics["loss"], ref["eval_loss"], rtol=rtol)
+    preds = list(est.predict(tf.estimator.inputs.numpy_input_fn({"image": ex[:20]}, batch_size=10, shuffle=False)))
+    np.testing.assert_array_equal([p["classes"] for p in preds], ref["classes"])
+    np.testing.assert_allclose(np.stack([p["probabilities"] for p in preds]), ref["probabilities"], atol=rtol)
+    assert tf.summary.event_files(est.eval_dir())
+
+
+def _linear_model_fn(features, labels, mode, params):
+    logits = tf.layers.dense(features["x"], 2, name="logits")
+    predictions = {"classes": tf.argmax(logits, 1), "probabilities": tf.nn.softmax(logits)}
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        return tf.estimator.EstimatorSpec(mode, predictions=predictions, export_outputs={
+            "scores": tf.estimator.export.PredictOutput(predictions)})
+    loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = tf.train.GradientDescentOptimizer(params.get("lr", 0.5)).minimize(
+        loss, global_step=tf.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, eval_metric_ops={
+        "accuracy": tf.metrics.accuracy(labels, predictions["classes"])})
+
+
+def _data(n=200):
+    rng = np.random.RandomState(0)
+    x = rng.randn(n, 4).astype(np.float32)
+    return x, (x[:, 0] + x[:, 1] > 0).astype(np.int32)
+
+
+def _train_fn(epochs=None):
+    x, y = _data()
+    return tf.estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=20, num_epochs=epochs, shuffle=False)
+
+
+def test_training_resumes_from_model_dir_and_stops_at_max_steps(tmp_path):
+    config = tf.estimator.RunConfig(save_checkpoints_steps=5, log_step_count_steps=None)
+    est = tf.estimator.Estimator(_linear_model_fn, model_dir=str(tmp_path), config=config, params={"lr": 0.5})
+    est.train(_train_fn(), steps=7)
+    assert est.get_variable_value("global_step") == 7
+    again = tf.estimator.Estimator(_linear_model_fn, model_dir=str(tmp_path), config=config, params={"lr": 0.5})
+    again.train(_train_fn(), steps=3)
+    assert again.get_variable_value("global_step") == 10
+    again.train(_train_fn(), max_steps=10)  # already there: no step
+    assert again.get_variable_value("global_step") == 10
+    again.train(_train_fn(epochs=1))  # ends with the input: 200 rows in batches of 20
+    assert again.get_variable_value("global_step") == 20
+    assert os.path.basename(tf.train.get_checkpoint_state(str(tmp_path)).model_checkpoint_path) == "model.ckpt-20"
+
+
+@pytest.mark.parametrize("spec, error, message", [
+    (lambda m, loss, op: tf.estimator.EstimatorSpec(m, train_op=op), ValueError, "Missing loss."),
+    (lambda m, loss, op: tf.estimator.EstimatorSpec(m, loss=loss), ValueError, "Missing train_op."),
+    (lambda m, loss, op: tf.estimator.EstimatorSpec(m, loss=tf.ones([2]), train_op=op), ValueError,
+     "Loss must be scalar"),
+    (lambda m, loss, op: tf.estimator.EstimatorSpec(m, loss=loss, train_op=op, eval_metric_ops={"a": loss}),
+     TypeError, r"Values of eval_metric_ops must be \(metric_value, update_op\) tuples"),
+    (lambda m, loss, op: tf.estimator.EstimatorSpec(m, loss=loss, train_op=op, training_hooks=[1]), TypeError,
+     "All hooks must be SessionRunHook instances"),
+    (lambda m, loss, op: {"loss": loss}, ValueError, "model_fn should return an EstimatorSpec."),
+])
+def test_a_malformed_spec_gets_tensorflows_error(tmp_path, spec, error, message):
+    def model_fn(features, labels, mode):
+        loss = tf.reduce_sum(tf.layers.dense(features["x"], 1))
+        return spec(mode, loss, tf.train.GradientDescentOptimizer(0.1).minimize(loss))
+    est = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path))
+    with pytest.raises(error, match=message):
+        est.train(_train_fn(), steps=1)
+
+
+def test_constructor_and_input_errors_are_tensorflows(tmp_path):
+    with pytest.raises(ValueError, match="must include features argument"):
+        tf.estimator.Estimator(lambda labels, mode: None)
+    with pytest.raises(ValueError, match="does not include params argument"):
+        tf.estimator.Estimator(lambda features, labels: None, params={"a": 1})
+    with pytest.raises(ValueError, match="`model_dir` are set both in constructor and `RunConfig`"):
+        tf.estimator.Estimator(_linear_model_fn, model_dir=str(tmp_path / "a"),
+                               config=tf.estimator.RunConfig(model_dir=str(tmp_path / "b")))
+    with pytest.raises(ValueError, match="shuffle must be provided explicitly as a bool"):
+        tf.estimator.inputs.numpy_input_fn({"x": np.zeros(3)})
+    est = tf.estimator.Estimator(lambda features, mode: None, model_dir=str(tmp_path / "c"))
+    with pytest.raises(ValueError, match="model_fn does not take labels, but input_fn returns labels."):
+        est.train(_train_fn(), steps=1)
+    with pytest.raises(ValueError, match="Can not provide both steps and max_steps."):
+        est.train(_train_fn(), steps=1, max_steps=2)
+
+
+def test_train_and_evaluate_evaluates_each_checkpoint_and_exports(tmp_path):
+    config = tf.estimator.RunConfig(save_checkpoints_steps=10, log_step_count_steps=None)
+    est = tf.estimator.Estimator(_linear_model_fn, model_dir=str(tmp_path), config=config, params={"lr": 0.5})
+    x, y = _data()
+    serving = tf.estimator.export.build_raw_serving_input_receiver_fn({"x": tf.placeholder(tf.float32, [None, 4])})
+    eval_spec = tf.estimator.EvalSpec(
+        tf.estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=50, shuffle=False), steps=None, throttle_secs=0,
+        exporters=[tf.estimator.LatestExporter("latest", serving, exports_to_keep=2),
+                   tf.estimator.FinalExporter("final", serving)])
+    metrics, exports = tf.estimator.train_and_evaluate(est, tf.estimator.TrainSpec(_train_fn(), max_steps=30),
+                                                       eval_spec)
+    assert metrics["global_step"] == 30 and metrics["accuracy"] > 0.9
+    steps = sorted(int(e.step) for e in tf.train.summary_iterator(tf.summary.event_files(est.eval_dir())[0])
+                   if e.summary.value and e.summary.value[0].tag != "checkpoint_path")
+    assert steps == [10, 20, 30]
+    assert len(os.listdir(tmp_path / "export" / "latest")) == 2 and len(os.listdir(tmp_path / "export" / "final")) == 1
+    assert len([e for e in exports if e]) == 4
+
+
+def test_an_exported_saved_model_serves_in_tensorflow(tf_peer, tmp_path):
+    est = tf.estimator.Estimator(_linear_model_fn, model_dir=str(tmp_path / "model"), params={"lr": 0.5},
+                                 config=tf.estimator.RunConfig(log_step_count_steps=None))
+    est.train(_train_fn(), steps=20)
+    x, _ = _data(8)
+    ours = list(est.predict(tf.estimator.inputs.numpy_input_fn({"x": x}, shuffle=False)))
+    path = est.export_saved_model(str(tmp_path / "export"), tf.estimator.export.build_raw_serving_input_receiver_fn(
+        {"x": tf.placeholder(tf.float32, [None, 4])})).decode()
+    with tf_peer.Graph().as_default(), tf_peer.Session() as s:
+        meta = tf_peer.saved_model.loader.load(s, ["serve"], path)
+        signature = meta.signature_def["serving_default"]
+        out = s.run(signature.outputs["probabilities"].name, {signature.inputs["x"].name: x})
+    np.testing.assert_allclose(out, np.stack([p["probabilities"] for p in ours]), rtol=1e-6)
+    assert set(meta.signature_def) == {"serving_default", "scores"}
