@@ -198,6 +198,7 @@ from pygrad.ops.linalg_ops import einsum, matrix_determinant, matrix_inverse, te
 from pygrad.ops.scatter_ops import (boolean_mask, gather_nd, scatter_add, scatter_nd, scatter_sub,  # noqa: E402
                                     scatter_update, segment_sum, unique, unsorted_segment_sum)
 from pygrad.ops.random_ops import multinomial, random_shuffle  # noqa: E402
+from pygrad.ops.image_ops import random_crop  # noqa: E402,F401
 from pygrad.ops.topk_ops import argsort, sort  # noqa: F401
 # TF1's queues and readers (the input pipelines of tf.train's queue runners).
 from pygrad.ops.queue_ops import (FIFOQueue, PaddingFIFOQueue, PriorityQueue, QueueBase,  # noqa: E402,F401
@@ -208,6 +209,7 @@ from pygrad.ops.reader_ops import (FixedLengthRecordReader, IdentityReader, Read
 # ---- files and records: TFRecord files, tf.train.Example parsing, decoding, tf.io
 from pygrad.platform import tf_io as io  # noqa: E402,A001
 from pygrad.platform.tf_io import python_io  # noqa: E402,F401
+from pygrad.platform.tf_record import TFRecordReader  # noqa: E402,F401
 from pygrad.ops.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature, SparseFeature,  # noqa: E402,F401
                                     VarLenFeature, parse_example, parse_single_example)
 from pygrad.ops.parsing_sequence import parse_sequence_example, parse_single_sequence_example  # noqa: E402,F401

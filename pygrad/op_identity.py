@@ -412,6 +412,11 @@ _HOST = {
                               "has no output)"),
     "IteratorGetNext": tf("IteratorGetNext", derived="iterator=host output_types=outs output_shapes=out_shapes",
                           own="next_element specs"),
+    "IteratorToStringHandle": tf("IteratorToStringHandle", derived="resource_handle=host", own="handle",
+                                 note="the handle names the Python iterator, in every session"),
+    "IteratorGetNextFromStringHandle": tf("IteratorGetNext", derived="iterator=host output_types=outs "
+                                          "output_shapes=out_shapes", ins="-", own="next_element specs",
+                                          note="TF: IteratorFromStringHandleV2 of the handle, then IteratorGetNext"),
     "MakeIterator":   tf("MakeIterator", derived="dataset=host iterator=host", ins="-*", own="start",
                          note="the inputs are the tensors the dataset captures"),
     "PyFunc":         tf("PyFunc",       attrs="Tout", derived="Tin=ins token=host", ins="input*", own="func",

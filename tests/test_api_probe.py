@@ -204,6 +204,27 @@ def _tfrecord_pipeline():
             run(ds.make_one_shot_iterator().get_next()).tolist() == [[3, 4]]
 
 
+def _tfrecord_reader():
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        with tf.io.TFRecordWriter(d + "/r.tfrecord") as w:
+            w.write(b"abc")
+        key, value = tf.TFRecordReader().read(tf.train.string_input_producer([d + "/r.tfrecord"], shuffle=False))
+        keys, values = _queue_runners(lambda: tf.train.batch([key, value], 1))
+        return keys.tolist() == [(d + "/r.tfrecord:0").encode()] and values.tolist() == [b"abc"]
+
+
+def _feedable_iterator():
+    a = tf.data.Dataset.range(3).make_one_shot_iterator()
+    b = tf.data.Dataset.range(10, 13).make_initializable_iterator()
+    handle = tf.placeholder(tf.string, [])
+    x = tf.data.Iterator.from_string_handle(handle, a.output_types, a.output_shapes).get_next()
+    with tf.Session() as sess:
+        sess.run(b.initializer)
+        ha, hb = sess.run([a.string_handle(), b.string_handle()])
+        return [sess.run(x, {handle: h}) for h in (ha, hb, ha)] == [0, 10, 1]
+
+
 def _slim_model():
     slim = tf.contrib.slim
     with slim.arg_scope([slim.conv2d, slim.fully_connected], normalizer_fn=slim.batch_norm,
@@ -387,6 +408,13 @@ PROBES = {
         tf.data.Dataset.range(3), tf.data.Dataset.from_generator(lambda: iter([5, 6, 7]), tf.int64)))
         .skip(1).take(1).make_one_shot_iterator().get_next()) == (1, 6),
     "TFRecordWriter -> TFRecordDataset(list_files) -> parse_single_example": _tfrecord_pipeline,
+    "TFRecordReader": _tfrecord_reader,
+    "random_crop": lambda: run(tf.random_crop(tf.constant(X4), [1, 2, 4], seed=1)).shape == (1, 2, 4),
+    "data.Dataset.interleave / flat_map / experimental.parallel_interleave": lambda: run(tf.data.Dataset.range(
+        1, 3).interleave(lambda x: tf.data.Dataset.range(x), 2).flat_map(tf.data.Dataset.from_tensors).apply(
+        tf.data.experimental.parallel_interleave(tf.data.Dataset.from_tensors, 1)).batch(3)
+        .make_one_shot_iterator().get_next()).tolist() == [0, 0, 1],
+    "data.Iterator.string_handle / from_string_handle": _feedable_iterator,
     "TextLineDataset / FixedLengthRecordDataset": lambda: issubclass(tf.data.TextLineDataset, tf.data.Dataset) and
     issubclass(tf.data.FixedLengthRecordDataset, tf.data.Dataset),
     "parse_example / decode_raw / decode_csv / string_to_number": lambda: run(

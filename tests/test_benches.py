@@ -125,3 +125,15 @@ def test_make_batches_count_takes_the_first_batches():
         np.testing.assert_array_equal(a, c)
         np.testing.assert_array_equal(b, d)
     assert all(a.flags.c_contiguous and a.shape == (3, 2) for a, _ in every)
+
+
+def test_input_pipeline_bench_runs_in_a_tiny_mode(tmp_path):
+    """benches/bench_input_pipeline.py end to end on a few small batches (in a child process: the
+    bench sets the thread environment of the process it runs in)."""
+    import subprocess
+    out = subprocess.run([sys.executable, str(BENCHES / "bench_input_pipeline.py"), "--steps", "3", "--warmup", "1",
+                          "--repeats", "1", "--files", "2", "--records", "40", "--batch", "4", "--peers", "none"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True).stdout
+    rows = [line.split() for line in out.splitlines() if line.startswith("pygrad ")]
+    assert len(rows) == 1 and rows[0][3].endswith("%"), out
+    assert "check: pygrad's median wait" in out

@@ -11,13 +11,14 @@ or captured tensor.
 import numpy as np
 
 from pygrad import dtypes, errors, nest
+from pygrad.data import interleave_ops
+from pygrad.data.interleave_ops import AUTOTUNE
 from pygrad.data.iterator_ops import Iterator
+from pygrad.data.structure import flatten_shapes, lists_as_arrays, trace
 from pygrad.graph import Tensor, TensorLike, get_default_graph
 from pygrad.ops import array_ops, io_ops, script_ops
 from pygrad.ops.random_ops import get_seed
 from pygrad.shapes import TensorShape, as_shape
-
-AUTOTUNE = -1
 
 
 def _capture(x, what, dtype=dtypes.int64):
@@ -71,11 +72,11 @@ class Dataset:
     # ---- sources ----
     @staticmethod
     def from_tensor_slices(tensors):
-        return _SliceDataset(tensors)
+        return _SliceDataset(lists_as_arrays(tensors))
 
     @staticmethod
     def from_tensors(tensors):
-        return _TensorDataset(tensors)
+        return _TensorDataset(lists_as_arrays(tensors))
 
     @staticmethod
     def range(*args, output_type=dtypes.int64):
@@ -117,6 +118,15 @@ class Dataset:
 
     def filter(self, predicate):
         return _FilterDataset(self, predicate)
+
+    def interleave(self, map_func, cycle_length=None, block_length=None, num_parallel_calls=None):
+        """The elements of the datasets map_func makes of this one's, cycle_length at a time, taking
+        block_length from each in turn (TF's order: pygrad/data/interleave_ops.py)."""
+        return _InterleaveDataset(self, map_func, cycle_length, block_length)
+
+    def flat_map(self, map_func):
+        """The elements of the datasets map_func makes of this one's, one dataset after the other."""
+        return _InterleaveDataset(self, map_func, 1, 1)
 
     def take(self, count):
         return _TakeSkipDataset(self, count, take=True)
@@ -207,14 +217,17 @@ class _RangeDataset(Dataset):
         if not 1 <= len(args) <= 3:
             raise TypeError(f"Dataset.range takes 1 to 3 arguments (start, stop, step), got {len(args)}")
         start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
-        if step == 0:
+        self._range = [_capture(x, "Dataset.range") for x in (start, stop, step)]
+        if not isinstance(self._range[2], Tensor) and step == 0:
             raise errors.InvalidArgumentError(None, None, "Dataset.range: step must not be 0")
-        super().__init__([(dtype, TensorShape([]))], 0)
-        self._range = (start, stop, step)
+        super().__init__([(dtype, TensorShape([]))], 0, [x for x in self._range if isinstance(x, Tensor)])
 
     def _elements(self, ctx):
         np_dtype = self._specs[0][0].np
-        for v in range(*self._range):
+        start, stop, step = (int(ctx.value(x)) for x in self._range)
+        if step == 0:
+            raise errors.InvalidArgumentError(None, None, "Dataset.range: step must not be 0")
+        for v in range(start, stop, step):
             yield [np.array(v, np_dtype)]
 
 
@@ -236,7 +249,7 @@ class _GeneratorDataset(Dataset):
         if output_shapes is None:
             shapes = [TensorShape(None)] * len(types)
         else:
-            shapes = [as_shape(s) for s in _flatten_shapes(output_shapes, output_types)]
+            shapes = [as_shape(s) for s in flatten_shapes(output_shapes, output_types)]
         super().__init__(list(zip(types, shapes)), output_types)
         self._generator, self._args = generator, tuple(args or ())
 
@@ -273,15 +286,6 @@ class _GeneratorDataset(Dataset):
                                                                   f"{shape} was expected.")
                 out.append(arr)
             yield out
-
-
-def _flatten_shapes(shapes, structure):
-    """Shapes given as lists or tuples of dims are leaves, not sequences: flatten along structure."""
-    if not nest.is_sequence(structure):
-        return [shapes]
-    if isinstance(structure, dict):
-        return [s for k in sorted(structure) for s in _flatten_shapes(shapes[k], structure[k])]
-    return [s for sub_shape, sub in zip(shapes, structure) for s in _flatten_shapes(sub_shape, sub)]
 
 
 class _ZipDataset(Dataset):
@@ -325,7 +329,7 @@ class _BatchDataset(_Unary):
         first = TensorShape([int(batch_size) if drop_remainder and not isinstance(batch_size, Tensor) else None])
         self._padded = None
         if padded_shapes is not None:
-            self._padded = [as_shape(s) for s in _flatten_shapes(padded_shapes, input_dataset._structure)]
+            self._padded = [as_shape(s) for s in flatten_shapes(padded_shapes, input_dataset._structure)]
             values = nest.flatten(padding_values) if padding_values is not None else [None] * len(self._padded)
             self._padding = [0 if v is None else _capture(v, "padding_values", d) for v, (d, _) in
                              zip(values, input_dataset._specs)]
@@ -519,17 +523,14 @@ class _Traced:
     host context)."""
 
     def __init__(self, fn, input_dataset, what):
-        graph = get_default_graph()
-        with graph.name_scope(what):
-            self.inputs = [array_ops.placeholder(d, s, name=f"arg{i}") for i, (d, s) in enumerate(input_dataset._specs)]
-            args = nest.pack_sequence_as(input_dataset._structure, self.inputs)
-            result = fn(*args) if isinstance(args, tuple) and not hasattr(args, "_fields") else fn(args)
+        with get_default_graph().name_scope(what):
+            self.inputs, result = trace(fn, input_dataset)
             self.structure = result
             self.outputs = [array_ops.convert_to_tensor(x) for x in nest.flatten(result)]
         self.what = what
 
     def __call__(self, ctx, element):
-        return ctx.host.run(self.outputs, dict(zip(self.inputs, element)))
+        return ctx.host.run(self.outputs, {**ctx.feeds, **dict(zip(self.inputs, element))})
 
 
 class _MapDataset(_Unary):
@@ -556,3 +557,22 @@ class _FilterDataset(_Unary):
         for element in self._input._elements(ctx):
             if bool(self._fn(ctx, element)[0]):
                 yield element
+
+
+class _InterleaveDataset(_Unary):
+    def __init__(self, input_dataset, map_func, cycle_length, block_length):
+        with get_default_graph().name_scope("interleave"):
+            self._args, inner = trace(map_func, input_dataset)
+        if not isinstance(inner, Dataset):
+            raise TypeError(f"The `map_func` argument must return a `Dataset` object. Got {type(inner)!r}.")
+        self._lengths = [_capture(AUTOTUNE if cycle_length is None else cycle_length, "cycle_length"),
+                         _capture(1 if block_length is None else block_length, "block_length")]
+        interleave_ops.check_lengths(*(None if isinstance(x, Tensor) else int(x) for x in self._lengths))
+        super().__init__(input_dataset, inner._specs, inner._structure,
+                         [x for x in self._lengths if isinstance(x, Tensor)])
+        self._inner, self._inner_captures = inner, inner._all_captures()
+
+    def _elements(self, ctx):
+        cycle, block = interleave_ops.check_lengths(*(_count(ctx, x, "") for x in self._lengths))
+        return interleave_ops.interleave(iter(self._input._elements(ctx)), lambda element: interleave_ops.open_element(
+            ctx, self._inner, self._inner_captures, self._args, element), cycle, block)

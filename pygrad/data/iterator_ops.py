@@ -5,11 +5,16 @@ iterating it.
 the next element of the session's pipeline and binds it like a feed. Iterators are per session,
 as TF's iterator resources are (state the run's host context keeps per session): a one-shot
 iterator starts its pipeline in a session on first use, an initializable one when its initializer
-runs there (again on every run of the initializer).
+runs there (again on every run of the initializer). An iterator's string_handle() names it; a
+feedable iterator (Iterator.from_string_handle) takes the elements of the iterator whose handle
+its placeholder is fed in the run, so its state is that iterator's in the session.
 At the end of the data, a run raises ``tf.errors.OutOfRangeError`` and the session stays usable.
 """
+import itertools
+import weakref
+
 from pygrad import dtypes, errors, nest
-from pygrad.ops import data_ops
+from pygrad.ops import array_ops, data_ops
 from pygrad.shapes import TensorShape, as_shape
 
 _END = object()  # a pipeline that has run out
@@ -17,12 +22,14 @@ _END = object()  # a pipeline that has run out
 
 class PipelineContext:
     """What iterating a dataset needs: the run's host context (state per session; runs of traced
-    functions in the session) and the values the initializing run computed for the tensors the
-    dataset captured."""
+    functions in the session), the values the initializing run computed for the tensors the
+    dataset captured, and, for a dataset made by a function of another's element (interleave),
+    the values of the enclosing functions' arguments, which runs of its own functions feed."""
 
-    def __init__(self, host, captured):
+    def __init__(self, host, captured, feeds=None):
         self.host = host  # host.HostContext
         self.captured = captured  # {tensor: value}
+        self.feeds = feeds or {}  # {placeholder: value}
 
     def value(self, x):
         return self.captured[x] if x in self.captured else x
@@ -46,6 +53,8 @@ class Iterator:
         self._structure = structure
         self._one_shot_dataset = None
         self._initializer = None
+        self._string_handle = None  # the handle tensor of an iterator made by from_string_handle
+        self._handle = None  # this iterator's handle (bytes), once string_handle() has named it
 
     @classmethod
     def one_shot(cls, dataset):
@@ -57,6 +66,19 @@ class Iterator:
     def initializable(cls, dataset):
         it = cls(dataset._specs, dataset._structure)
         it._initializer = it.make_initializer(dataset)
+        return it
+
+    @staticmethod
+    def from_string_handle(string_handle, output_types, output_shapes=None, output_classes=None):
+        """The feedable iterator: its get_next() gives the next element of the iterator whose
+        string_handle() value string_handle (a string scalar, typically a placeholder) has in the
+        run, so one graph reads from the iterator a feed chooses."""
+        string_handle = array_ops.convert_to_tensor(string_handle)
+        if string_handle.dtype != dtypes.string or string_handle.shape.ndims not in (0, None):
+            raise TypeError(f"Iterator.from_string_handle: string_handle must be a string scalar, got "
+                            f"{string_handle.dtype.name} of shape {string_handle.shape}")
+        it = Iterator.from_structure(output_types, output_shapes)
+        it._string_handle = string_handle
         return it
 
     @staticmethod
@@ -108,8 +130,22 @@ class Iterator:
     def get_next(self, name=None):
         """The next element's tensors, in the dataset's structure: each run that needs them takes
         one element."""
-        outs = data_ops.iterator_get_next(self._next, self._specs, name=name)
+        if self._string_handle is not None:
+            outs = data_ops.iterator_get_next_from_string_handle(self._string_handle, self._next_of_handle,
+                                                                 self._specs, name=name)
+        else:
+            outs = data_ops.iterator_get_next(self._next, self._specs, name=name)
         return nest.pack_sequence_as(self._structure, outs)
+
+    def string_handle(self, name=None):
+        """A string scalar that names this iterator (the same value in every session): fed to the
+        placeholder of a from_string_handle iterator, it makes that one take this one's elements."""
+        if self._string_handle is not None:
+            return self._string_handle
+        if self._handle is None:
+            self._handle = b"pygrad-iterator:%d" % next(_SERIALS)
+            _HANDLES[self._handle] = self
+        return data_ops.iterator_to_string_handle(self._handle, name=name)
 
     # ---- running (called by the ops' host functions) ----
     def _start(self, ctx, dataset, captured):
@@ -130,6 +166,30 @@ class Iterator:
             state.elements = _END
             raise errors.OutOfRangeError(None, op, op.error("End of sequence"))
         return [data_ops.feedable(v, d) for v, (d, _) in zip(element, self._specs)]
+
+    def _next_of_handle(self, ctx, op, handle):
+        """The next element of the iterator handle names, which must give elements of this
+        iterator's types and shapes (TF's checks and messages)."""
+        target = _HANDLES.get(handle)
+        if target is None:
+            raise errors.InvalidArgumentError(None, op, op.error(
+                "Could not parse string_handle as a valid ResourceHandle"))
+        if len(target._specs) != len(self._specs):
+            raise errors.InvalidArgumentError(None, op, op.error(
+                f"Number of components does not match: expected {len(self._specs)} types but got "
+                f"{len(target._specs)}."))
+        for i, ((d1, s1), (d2, s2)) in enumerate(zip(self._specs, target._specs)):
+            if d1 != d2:
+                raise errors.InvalidArgumentError(None, op, op.error(
+                    f"Data type mismatch at component {i}: expected {d1.name} but got {d2.name}."))
+            if not s1.is_compatible_with(s2):
+                raise errors.InvalidArgumentError(None, op, op.error(
+                    f"Output shape mismatch at component {i}: expected {s1} but got {s2}."))
+        return target._next(ctx, op)
+
+
+_SERIALS = itertools.count(1)
+_HANDLES = weakref.WeakValueDictionary()  # string handle -> the Iterator it names
 
 
 def make_one_shot_iterator(dataset):

@@ -1,4 +1,4 @@
-"""The two graph ops of an input pipeline (tf.data); the pipeline itself runs in Python
+"""The graph ops of an input pipeline (tf.data); the pipeline itself runs in Python
 (pygrad/data/).
 
 IteratorGetNext's outputs are one element of a dataset: before a run that needs them, the session
@@ -6,12 +6,16 @@ takes the next element and binds its arrays like fed values (host stage BEFORE),
 feeds. MakeIterator (an iterator's initializer) starts a pipeline after the plan has computed the
 tensors the dataset captured, such as a placeholder's value (host stage AFTER). Each op's
 attributes hold the iterator's Python callable its host function calls with the run's context:
-``next_element(ctx, op)`` and ``start(ctx, input_values)``.
+``next_element(ctx, op)`` and ``start(ctx, input_values)``. The feedable iterator's ops:
+IteratorToStringHandle gives an iterator's string handle (bound like a feed), and
+IteratorGetNextFromStringHandle, once its handle input's value is known (host stage BETWEEN),
+the next element of the iterator that handle names, ``next_element(ctx, op, handle)``.
 """
 import numpy as np
 
 from pygrad import dtypes
-from pygrad.registry import AFTER, BEFORE, OpDef, Spec
+from pygrad.registry import AFTER, BEFORE, BETWEEN, OpDef, Spec
+from pygrad.shapes import TensorShape
 
 
 def feedable(value, dtype):
@@ -47,6 +51,44 @@ def _(*captured, start):
 @MakeIterator.host
 def _(ctx, op, values):
     op.attrs["start"](ctx, values)
+
+
+IteratorToStringHandle = OpDef("IteratorToStringHandle", host=BEFORE, differentiable=False)
+
+
+@IteratorToStringHandle.shape
+def _(*, handle):
+    return Spec(dtypes.string, TensorShape([]))
+
+
+@IteratorToStringHandle.host
+def _(ctx, op, values):
+    return [dtypes.as_bytes_array(op.attrs["handle"])]
+
+
+IteratorGetNextFromStringHandle = OpDef("IteratorGetNextFromStringHandle", host=BETWEEN, differentiable=False)
+
+
+@IteratorGetNextFromStringHandle.shape
+def _(string_handle, *, next_element, specs):
+    return [Spec(dtype, shape) for dtype, shape in specs]
+
+
+@IteratorGetNextFromStringHandle.host
+def _(ctx, op, values):
+    return op.attrs["next_element"](ctx, op, np.asarray(values[0], dtype=object).item())
+
+
+def iterator_to_string_handle(handle, name=None):
+    """A string scalar whose value is handle (bytes)."""
+    return IteratorToStringHandle(handle=handle, name=name or "IteratorToStringHandle")
+
+
+def iterator_get_next_from_string_handle(string_handle, next_element, specs, name=None):
+    """The element tensors next_element(ctx, op, handle) gives for the value of string_handle."""
+    outs = IteratorGetNextFromStringHandle(string_handle, next_element=next_element, specs=list(specs),
+                                           name=name or "IteratorGetNext")
+    return [outs] if hasattr(outs, "op") else list(outs)
 
 
 def iterator_get_next(next_element, specs, name=None):

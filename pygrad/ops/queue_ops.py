@@ -93,8 +93,10 @@ class QueueState:
                 self.enqueuers.remove(token)
                 self.cv.notify_all()
 
-    def dequeue(self, op, n, up_to, deadline):
-        """n elements (fewer for up_to once closed), or OutOfRangeError when closed without enough."""
+    def dequeue(self, op, n, up_to, deadline, assemble=None):
+        """n elements (fewer for up_to once closed), or OutOfRangeError when closed without enough;
+        with assemble, assemble(elements), made before the enqueuers waiting for room wake (they would
+        take the CPU the copy into a batch needs)."""
         with self.cv:
             while not self.ready(n):
                 if self.closed:
@@ -108,8 +110,13 @@ class QueueState:
                     break  # a RandomShuffleQueue gives its last elements once closed
                 self._wait(op, deadline, "Dequeue")
             out = self.take(n)
+            if assemble is None:
+                self.cv.notify_all()
+                return out
+        out = assemble(out)
+        with self.cv:
             self.cv.notify_all()
-            return out
+        return out
 
 
 class _ShuffleState(QueueState):
@@ -218,7 +225,8 @@ def _(ctx, op, values):
     if not all(s.is_fully_defined() for s in queue._shapes) and not isinstance(queue, PaddingFIFOQueue):
         raise errors.InvalidArgumentError(None, op, op.error(
             f"{queue._kind}'s DequeueMany and DequeueUpTo require the components to have specified shapes."))
-    return queue._stack(op, queue._state(ctx).dequeue(op, op.attrs["n"], op.type.endswith("UpToV2"), ctx.deadline))
+    return queue._state(ctx).dequeue(op, op.attrs["n"], op.type.endswith("UpToV2"), ctx.deadline,
+                                     lambda elements: queue._stack(op, elements))
 
 
 QueueDequeueUpToV2.host(QueueDequeueManyV2.host_fn)

@@ -1,5 +1,6 @@
 """TF1's readers (tf.TextLineReader, tf.FixedLengthRecordReader, tf.WholeFileReader,
-tf.IdentityReader): records out of the files (work units) a queue of strings gives them.
+tf.IdentityReader; tf.TFRecordReader is pygrad/platform/tf_record.py's): records out of the files
+(work units) a queue of strings gives them.
 
 A reader is a Python object of the graph; its ops name it (and the queue) in attributes. Its
 state in a session (the file it is in, its next record, its counts) lives in the run's host
@@ -67,7 +68,7 @@ def _read(ctx, op, want):
                         f"{work.decode(errors='replace')}; {e.strerror or e}")) from None
             at_end = False
             while len(out) < want and not at_end:
-                record = next(state.records, None)
+                record = _next_record(op, state)
                 at_end = record is None or reader._one_record_per_unit
                 if record is not None:
                     state.produced += 1
@@ -77,6 +78,16 @@ def _read(ctx, op, want):
                 state.completed += 1
             if out:
                 return out
+
+
+def _next_record(op, state):
+    """The next record of the unit in progress, or None at its end; an error of the file's data
+    (a damaged record: DataLossError) names the op, and the reader forgets the unit."""
+    try:
+        return next(state.records, None)
+    except errors.OpError as e:
+        state.records = None
+        raise type(e)(None, op, op.error(e.message)) from None
 
 
 ReaderReadV2 = OpDef("ReaderReadV2", host=BEFORE, differentiable=False)

@@ -1,5 +1,5 @@
 """TFRecord files (tf.python_io / tf.io): TFRecordWriter, tf_record_iterator, TFRecordOptions and
-TFRecordCompressionType, and the record reader TFRecordDataset uses.
+TFRecordCompressionType, the record reader TFRecordDataset uses, and tf.TFRecordReader.
 
 A file is a sequence of records, each framed as TensorFlow frames it (record_writer.cc;
 pygrad/summary/records.py encodes one frame): uint64 length, masked CRC-32C of those 8 bytes,
@@ -14,6 +14,7 @@ import struct
 import zlib
 
 from pygrad import errors, proto
+from pygrad.ops.reader_ops import ReaderBase
 from pygrad.summary.records import encode_record
 
 _HEADER = 12  # length and its checksum
@@ -153,14 +154,21 @@ class _Inflating:
         self._f.close()
 
 
-def read_records(path, compression_type=None, buffer_size=None):
-    """Yields the data of each record of the TFRecord file at path; DataLossError (naming the file
-    and the record's offset) for a checksum that does not match or a record cut short."""
-    path = str(path.decode() if isinstance(path, bytes) else path)
+def open_stream(path, compression_type=None, buffer_size=None):
+    """The file at path for reading with read(n) and close(), inflated as it goes when
+    compression_type is "ZLIB" or "GZIP" (reading buffer_size compressed bytes at a time)."""
     name = compression_name(compression_type)
     chunk = 256 << 10 if not buffer_size or buffer_size <= 0 else int(buffer_size)
     f = _open(path, "rb")
-    stream = _Inflating(f, name == "GZIP", path, chunk) if name else f
+    return _Inflating(f, name == "GZIP", path, chunk) if name else f
+
+
+def read_records_at(path, compression_type=None, buffer_size=None):
+    """Yields (offset, data) of each record of the TFRecord file at path, offset counting
+    uncompressed bytes from the file's start; DataLossError (naming the file and the record's
+    offset) for a checksum that does not match or a record cut short."""
+    path = str(path.decode() if isinstance(path, bytes) else path)
+    stream = open_stream(path, compression_type, buffer_size)
     try:
         offset = 0
         while True:
@@ -179,10 +187,15 @@ def read_records(path, compression_type=None, buffer_size=None):
             if proto.masked_crc32c(data) != struct.unpack("<I", body[length:])[0]:
                 raise errors.DataLossError(None, None, f"corrupted record at {offset + _HEADER} in {path}: the data's "
                                                        f"checksum does not match")
-            yield data
+            yield offset, data
             offset += _HEADER + length + 4
     finally:
         stream.close()
+
+
+def read_records(path, compression_type=None, buffer_size=None):
+    """Yields the data of each record of the TFRecord file at path (see read_records_at)."""
+    return (data for _, data in read_records_at(path, compression_type, buffer_size))
 
 
 def _hint(offset):
@@ -192,3 +205,16 @@ def _hint(offset):
 def tf_record_iterator(path, options=None):
     """Yields the records of a TFRecord file as bytes (tf.io.tf_record_iterator)."""
     return read_records(path, _options(options).compression_type)
+
+
+class TFRecordReader(ReaderBase):
+    """tf.TFRecordReader: the records of TFRecord files, compressed as options says (a
+    TFRecordOptions, a compression type or None). Keys are TF's: b"<file>:<offset>", the offset
+    of the record's start in the (uncompressed) file."""
+
+    def __init__(self, name=None, options=None):
+        super().__init__(name or "TFRecordReaderV2")
+        self._compression = TFRecordOptions.get_compression_type_string(options)
+
+    def _records(self, work):
+        return ((work + b":" + str(offset).encode(), data) for offset, data in read_records_at(work, self._compression))

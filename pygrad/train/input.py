@@ -36,7 +36,8 @@ def _shuffle(tensor, seed):
     # pygrad's kernels hold no strings: the strings are permuted in Python by a shuffled range.
     order = random_ops.random_shuffle(_range(array_ops.shape(tensor)[0]), seed=seed)
     shuffled = script_ops.py_func(lambda x, i: x[i], [tensor, order], dtypes.string, stateful=False)
-    return array_ops.reshape(shuffled, tensor.shape) if tensor.shape.is_fully_defined() else shuffled
+    shuffled.set_shape(tensor.shape)  # (a string Reshape would need a kernel)
+    return shuffled
 
 
 def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=True, seed=None, capacity=32,
