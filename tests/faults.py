@@ -17,7 +17,8 @@ def record(scenario, **counts):
 
 
 def report(path):
-    """Lines "scenario: key value, ..." of the counts recorded, summed per scenario."""
+    """Lines "scenario: key value, ..." of the counts recorded, summed per scenario (times, keys
+    ending in _ms, their largest)."""
     totals = {}
     if os.path.exists(path):
         with open(path) as f:
@@ -25,5 +26,5 @@ def report(path):
                 entry = json.loads(line)
                 counts = totals.setdefault(entry.pop("scenario"), {})
                 for k, v in entry.items():
-                    counts[k] = counts.get(k, 0) + v
+                    counts[k] = max(counts.get(k, 0), v) if k.endswith("_ms") else counts.get(k, 0) + v
     return [f"{s}: " + ", ".join(f"{k} {v}" for k, v in c.items()) for s, c in sorted(totals.items())]
