@@ -12,6 +12,15 @@ def _grads(ys, x):
     return [g for g in tf.gradients([tf.reduce_sum(y * y) for y in ys], x) if g is not None]
 
 
+def _bucketize(x, boundaries):
+    from pygrad.ops.math_ops import bucketize
+    return bucketize(x, boundaries)
+
+
+def sp_ids():
+    return tf.SparseTensor(IDS, tf.constant([4, 1, 0, 2, 4, 3], tf.int64), [5, 4])
+
+
 def _sparse(p):
     v = p(VALS)
     sp = tf.SparseTensor(IDS, v, [5, 4])
@@ -33,7 +42,11 @@ def _sparse(p):
               tf.sparse_segment_sqrt_n(dense, [0, 2, 1], [0, 1, 1]),
               tf.sparse_segment_sum(dense, [0, 2], [0, 2], num_segments=3),
               tf.sparse_segment_mean(dense, [0, 2], [0, 2], num_segments=3),
-              tf.invert_permutation(tf.constant([2, 0, 1]))]
+              tf.invert_permutation(tf.constant([2, 0, 1])),
+              _bucketize(v, [0.0, 1.0, 2.5])]
+    crossed = tf.sparse.cross_hashed([sp_ids(), tf.constant([[b"a"], [b"b"], [b"c"], [b"d"], [b"e"]])], 50)
+    crossed_strings = tf.sparse.cross([sp_ids(), tf.constant([[b"a"], [b"b"], [b"c"], [b"d"], [b"e"]])])
+    values += [crossed.indices, crossed.values, crossed_strings.values]
     floats = [t for t in values if t.dtype == tf.float32]
     with tf.control_dependencies([tf.Assert(tf.reduce_all(v < 10.0), [v])]):
         checked = tf.identity(v)
@@ -52,7 +65,8 @@ def _strings(p):
             tf.reduce_join(words, 0, separator="/"), tf.strings.format("x={}", [p(np.int32(3))]),
             tf.string_to_hash_bucket_fast(words, 7), tf.string_to_hash_bucket_strong(words, 7, [1, 2]),
             tf.string_to_hash_bucket(words, 7), tf.fingerprint(words),
-            split.indices, split.values, split.dense_shape, split2.values, tf.gather(words, [2, 0])]
+            split.indices, split.values, split.dense_shape, split2.values, tf.gather(words, [2, 0]),
+            tf.gather_nd(words, [[2], [0]])]
 
 
 MORE_CASES = {"sparse": _sparse, "strings": _strings}

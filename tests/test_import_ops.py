@@ -135,6 +135,7 @@ NOT_IMPORTED = {
     "While": "functional control flow (TF 2's while_v2): its condition and body are library functions",
     "IteratorGetNext": "a tf.data iterator: the dataset is a library function",
     "MakeIterator": "a tf.data iterator: the dataset is a library function",
+    "IteratorToStringHandle": "a tf.data iterator's handle: the dataset is a library function",
     "PyFunc": "a Python function, which a GraphDef cannot hold",
     "PyFuncStateless": "a Python function, which a GraphDef cannot hold",
     "PrintV2": "its string input comes from StringFormat, a string op pygrad does not run",

@@ -172,5 +172,5 @@ def test_ctrl_c_stops_a_run_that_never_ends():
     assert out.returncode == 0, out.stderr[-3000:]
     words = out.stdout.split()
     assert words[0] == "latency" and float(words[1]) < 0.2, out.stdout
-    faults.record("SIGINT into a runaway while_loop", keyboard_interrupts=1, latency_ms=round(float(words[1]) * 1000))
+    faults.record("SIGINT into a runaway while_loop", keyboard_interrupts=1, latency_ms=round(float(words[1]) * 1000, 1))
     assert words[2:] == ["after", "8.0"]
