@@ -14,10 +14,11 @@ from pygrad import dtypes, errors, nest
 from pygrad.data import interleave_ops
 from pygrad.data.interleave_ops import AUTOTUNE
 from pygrad.data.iterator_ops import Iterator
-from pygrad.data.structure import flatten_shapes, lists_as_arrays, trace
+from pygrad.data.structure import SparseSpec, batch_sparse, flatten_shapes, lists_as_arrays, spec_of, trace
 from pygrad.graph import Tensor, TensorLike, get_default_graph
 from pygrad.ops import array_ops, io_ops, script_ops
 from pygrad.ops.random_ops import get_seed
+from pygrad.ops.sparse_tensor import SparseTensor
 from pygrad.shapes import TensorShape, as_shape
 
 
@@ -49,7 +50,9 @@ class Dataset:
 
     @property
     def output_classes(self):
-        return nest.pack_sequence_as(self._structure, [Tensor for _ in self._specs])
+        from pygrad.ops.sparse_tensor import SparseTensor
+        return nest.pack_sequence_as(self._structure, [SparseTensor if isinstance(s, SparseSpec) else Tensor
+                                                       for s in self._specs])
 
     element_spec = output_shapes
 
@@ -334,9 +337,12 @@ class _BatchDataset(_Unary):
             self._padding = [0 if v is None else _capture(v, "padding_values", d) for v, (d, _) in
                              zip(values, input_dataset._specs)]
             shapes = self._padded
+            if any(isinstance(s, SparseSpec) for s in input_dataset._specs):
+                raise TypeError("Dataset.padded_batch: pygrad pads dense components only, and this dataset has a "
+                                "SparseTensor component (batch() batches it)")
         else:
             shapes = [s for _, s in input_dataset._specs]
-        specs = [(d, first.concatenate(s)) for (d, _), s in zip(input_dataset._specs, shapes)]
+        specs = [type(spec)((spec[0], first.concatenate(s))) for spec, s in zip(input_dataset._specs, shapes)]
         captures = [x for x in [batch_size] + (self._padding if self._padded else []) if isinstance(x, Tensor)]
         super().__init__(input_dataset, specs, input_dataset._structure, captures)
         self._batch_size, self._drop = batch_size, drop_remainder
@@ -365,6 +371,9 @@ class _BatchDataset(_Unary):
     def _stack(self, batch, padding):
         out = []
         for c in range(len(batch[0])):
+            if isinstance(self._input._specs[c], SparseSpec):
+                out.append(batch_sparse([e[c] for e in batch]))
+                continue
             parts = [np.asarray(e[c]) for e in batch]
             if self._padded is not None:
                 out.append(self._pad(parts, c, padding[c]))
@@ -398,6 +407,8 @@ class _BatchDataset(_Unary):
 
 class _UnbatchDataset(_Unary):
     def __init__(self, input_dataset):
+        if any(isinstance(s, SparseSpec) for s in input_dataset._specs):
+            raise TypeError("Dataset.unbatch: pygrad unbatches dense components only")
         super().__init__(input_dataset, [(d, s[1:] if s.ndims else s) for d, s in input_dataset._specs],
                          input_dataset._structure)
 
@@ -526,7 +537,8 @@ class _Traced:
         with get_default_graph().name_scope(what):
             self.inputs, result = trace(fn, input_dataset)
             self.structure = result
-            self.outputs = [array_ops.convert_to_tensor(x) for x in nest.flatten(result)]
+            self.outputs = [x if isinstance(x, SparseTensor) else array_ops.convert_to_tensor(x)
+                            for x in nest.flatten(result)]
         self.what = what
 
     def __call__(self, ctx, element):
@@ -537,7 +549,7 @@ class _MapDataset(_Unary):
     def __init__(self, input_dataset, map_func):
         fn = _Traced(map_func, input_dataset, "map")
         structure = fn.structure if nest.is_sequence(fn.structure) else 0
-        super().__init__(input_dataset, [(t.dtype, t.shape) for t in fn.outputs], structure)
+        super().__init__(input_dataset, [spec_of(t) for t in fn.outputs], structure)
         self._fn = fn
 
     def _elements(self, ctx):

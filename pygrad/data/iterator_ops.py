@@ -14,6 +14,7 @@ import itertools
 import weakref
 
 from pygrad import dtypes, errors, nest
+from pygrad.data.structure import SparseSpec, as_graph_values, from_graph_tensors, graph_specs
 from pygrad.ops import array_ops, data_ops
 from pygrad.shapes import TensorShape, as_shape
 
@@ -77,7 +78,7 @@ class Iterator:
         if string_handle.dtype != dtypes.string or string_handle.shape.ndims not in (0, None):
             raise TypeError(f"Iterator.from_string_handle: string_handle must be a string scalar, got "
                             f"{string_handle.dtype.name} of shape {string_handle.shape}")
-        it = Iterator.from_structure(output_types, output_shapes)
+        it = Iterator.from_structure(output_types, output_shapes, output_classes=output_classes)
         it._string_handle = string_handle
         return it
 
@@ -92,7 +93,10 @@ class Iterator:
                 else [as_shape(output_shapes)]
             if len(shapes) != len(types):
                 raise ValueError(f"output_shapes has {len(shapes)} components, output_types {len(types)}")
-        return Iterator(list(zip(types, shapes)), output_types)
+        classes = nest.flatten(output_classes) if output_classes is not None else [None] * len(types)
+        from pygrad.ops.sparse_tensor import SparseTensor
+        return Iterator([SparseSpec(spec) if c is SparseTensor else spec
+                         for spec, c in zip(zip(types, shapes), classes)], output_types)
 
     # ---- description ----
     @property
@@ -113,7 +117,10 @@ class Iterator:
     def make_initializer(self, dataset, name=None):
         """An op that (re)starts this iterator on dataset in the session that runs it."""
         nest.assert_same_structure(self._structure, dataset._structure)
-        for (d1, s1), (d2, s2) in zip(self._specs, dataset._specs):
+        for (d1, s1), (d2, s2), a, b in zip(self._specs, dataset._specs, self._specs, dataset._specs):
+            if _kind(a) != _kind(b):
+                raise TypeError(f"Expected output classes {[_kind(x) for x in self._specs]} but got dataset with "
+                                f"output classes {[_kind(x) for x in dataset._specs]}.")
             if d1 != d2:
                 raise TypeError(f"Expected output types {self.output_types} but got dataset with output types "
                                 f"{dataset.output_types}.")
@@ -130,12 +137,13 @@ class Iterator:
     def get_next(self, name=None):
         """The next element's tensors, in the dataset's structure: each run that needs them takes
         one element."""
+        specs = graph_specs(self._specs)
         if self._string_handle is not None:
-            outs = data_ops.iterator_get_next_from_string_handle(self._string_handle, self._next_of_handle,
-                                                                 self._specs, name=name)
+            outs = data_ops.iterator_get_next_from_string_handle(self._string_handle, self._next_of_handle, specs,
+                                                                 name=name)
         else:
-            outs = data_ops.iterator_get_next(self._next, self._specs, name=name)
-        return nest.pack_sequence_as(self._structure, outs)
+            outs = data_ops.iterator_get_next(self._next, specs, name=name)
+        return nest.pack_sequence_as(self._structure, from_graph_tensors(outs, self._specs))
 
     def string_handle(self, name=None):
         """A string scalar that names this iterator (the same value in every session): fed to the
@@ -165,7 +173,8 @@ class Iterator:
         if element is _END:
             state.elements = _END
             raise errors.OutOfRangeError(None, op, op.error("End of sequence"))
-        return [data_ops.feedable(v, d) for v, (d, _) in zip(element, self._specs)]
+        return [data_ops.feedable(v, d) for v, (d, _) in zip(as_graph_values(element, self._specs),
+                                                             graph_specs(self._specs))]
 
     def _next_of_handle(self, ctx, op, handle):
         """The next element of the iterator handle names, which must give elements of this
@@ -179,6 +188,9 @@ class Iterator:
                 f"Number of components does not match: expected {len(self._specs)} types but got "
                 f"{len(target._specs)}."))
         for i, ((d1, s1), (d2, s2)) in enumerate(zip(self._specs, target._specs)):
+            if _kind(self._specs[i]) != _kind(target._specs[i]):
+                raise errors.InvalidArgumentError(None, op, op.error(
+                    f"Component {i}: expected a {_kind(self._specs[i])} but got a {_kind(target._specs[i])}."))
             if d1 != d2:
                 raise errors.InvalidArgumentError(None, op, op.error(
                     f"Data type mismatch at component {i}: expected {d1.name} but got {d2.name}."))
@@ -186,6 +198,10 @@ class Iterator:
                 raise errors.InvalidArgumentError(None, op, op.error(
                     f"Output shape mismatch at component {i}: expected {s1} but got {s2}."))
         return target._next(ctx, op)
+
+
+def _kind(spec):
+    return "SparseTensor" if isinstance(spec, SparseSpec) else "Tensor"
 
 
 _SERIALS = itertools.count(1)
