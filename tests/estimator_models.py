@@ -53,8 +53,50 @@ def loss_recorder(tf):
             self.losses = []
 
         def before_run(self, run_context):
-            return tf.estimator.SessionRunArgs(tf.get_collection(tf.GraphKeys.LOSSES)[0])
+            return tf.estimator.SessionRunArgs(tf.get_collection(tf.GraphKeys.LOSSES)[-1])  # the spec's, added last
 
         def after_run(self, run_context, run_values):
             self.losses.append(float(run_values.results))
     return LossRecorder
+
+
+def census_like(n=256, seed=0):
+    """A small table of mixed features and a binary label (a rule of them, with noise)."""
+    rng = np.random.RandomState(seed)
+    age = rng.uniform(18, 80, n).astype(np.float32)
+    income = rng.lognormal(3, 0.5, n).astype(np.float32)
+    city = np.array([b"paris", b"rome", b"oslo", b"lima", b"cairo"], object)[rng.randint(0, 5, n)]
+    job = np.array([b"job%d" % j for j in rng.randint(0, 12, n)], object)
+    label = ((age > 40) ^ (city == b"rome") ^ (rng.rand(n) < 0.1)).astype(np.int32)
+    return {"age": age, "income": income, "city": city, "job": job}, label
+
+
+def census_columns(fc):
+    """(linear columns, dnn columns) of census_like's features: numeric, bucketized, vocabulary,
+    hashed, crossed and embedding columns."""
+    age = fc.numeric_column("age")
+    income = fc.numeric_column("income")
+    age_buckets = fc.bucketized_column(age, [25, 35, 50, 65])
+    city = fc.categorical_column_with_vocabulary_list("city", ["paris", "rome", "oslo", "lima"], num_oov_buckets=1)
+    job = fc.categorical_column_with_hash_bucket("job", 10)
+    cross = fc.crossed_column([age_buckets, "city"], 20)
+    linear = [age, income, age_buckets, city, job, cross]
+    dnn = [age, income, fc.indicator_column(city), fc.embedding_column(job, 3)]
+    return linear, dnn
+
+
+def canned_estimators(tf, model_dir, config):
+    """{name: estimator maker} of the canned estimators on census_columns (the regressors' label:
+    the income)."""
+    linear, dnn = census_columns(tf.feature_column)
+    linear_r = [c for c in linear if c.name != "income"]
+    dnn_r = [c for c in dnn if c.name != "income"]
+    return {
+        "linear_regressor": lambda d: tf.estimator.LinearRegressor(linear_r, model_dir=d, config=config),
+        "dnn_regressor": lambda d: tf.estimator.DNNRegressor([8, 4], dnn_r, model_dir=d, config=config),
+        "linear": lambda d: tf.estimator.LinearClassifier(linear, model_dir=d, config=config),
+        "dnn": lambda d: tf.estimator.DNNClassifier([8, 4], dnn, model_dir=d, config=config),
+        "combined": lambda d: tf.estimator.DNNLinearCombinedClassifier(
+            model_dir=d, linear_feature_columns=linear, dnn_feature_columns=dnn, dnn_hidden_units=[8, 4],
+            config=config),
+    }

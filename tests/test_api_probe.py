@@ -20,6 +20,19 @@ def _sparse_fed():
     return run(tf.sparse_reduce_sum(sp, 0), {sp: ([[0, 0]], [3.0], [1, 2])}).tolist() == [3, 0]
 
 
+def _canned(tmp):
+    x = {"a": np.arange(8, dtype=np.float32), "c": np.array([b"x", b"y"] * 4, object)}
+    y = np.array([0, 1] * 4, np.int32)
+    columns = [tf.feature_column.numeric_column("a"),
+               tf.feature_column.indicator_column(tf.feature_column.categorical_column_with_vocabulary_list(
+                   "c", ["x", "y"]))]
+    est = tf.estimator.DNNLinearCombinedClassifier(model_dir=tmp, linear_feature_columns=columns[:1],
+                                                   dnn_feature_columns=columns, dnn_hidden_units=[3])
+    est.train(tf.estimator.inputs.numpy_input_fn(x, y, batch_size=4, num_epochs=1, shuffle=False))
+    metrics = est.evaluate(tf.estimator.inputs.numpy_input_fn(x, y, batch_size=4, shuffle=False))
+    return metrics["global_step"] == 2 and 0 <= metrics["accuracy"] <= 1
+
+
 def _feature_columns():
     fc = tf.feature_column
     n = fc.categorical_column_with_identity("n", 4)
@@ -298,6 +311,8 @@ def _update(metric, and_value=False):
 
 PROBES = {
     # tf.metrics
+    "estimator.DNNLinearCombinedClassifier + inputs.numpy_input_fn (train, evaluate)": lambda: _canned(
+        __import__("tempfile").mkdtemp()),
     "metrics.accuracy / mean_iou / mean_per_class_accuracy": _metrics(
         "accuracy", "mean_iou", "mean_per_class_accuracy", mean_iou={"num_classes": 2},
         mean_per_class_accuracy={"num_classes": 2}),

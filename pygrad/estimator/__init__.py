@@ -5,6 +5,8 @@ import types
 
 from pygrad.estimator import serving as _export_lib
 from pygrad.estimator import inputs  # noqa: F401
+from pygrad.estimator.canned import (DNNClassifier, DNNLinearCombinedClassifier,  # noqa: F401
+                                     DNNLinearCombinedRegressor, DNNRegressor, LinearClassifier, LinearRegressor)
 from pygrad.estimator.estimator import Estimator  # noqa: F401
 from pygrad.estimator.model_fn import EstimatorSpec, ModeKeys  # noqa: F401
 from pygrad.estimator.run_config import RunConfig  # noqa: F401
