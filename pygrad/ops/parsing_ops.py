@@ -104,21 +104,28 @@ def _parse_one(feature_map, i, single, names, dense_keys, shapes, defaults, kind
     return out
 
 
-@ParseExample.host
-def _(ctx, op, values):
-    from pygrad.tf_protos import Example
+def parsed(message, serialized, names):
+    """(messages, whether the input was one scalar, the examples' names) of a string scalar or
+    vector of serialized protos of the message class named; TF's error for bytes that are not one."""
     from google.protobuf.message import DecodeError
-    a = op.attrs
-    serialized = np.asarray(values[0], dtype=object)
-    single = serialized.ndim == 0
+
+    from pygrad import tf_protos
+    cls = getattr(tf_protos, message)
+    serialized = np.asarray(serialized, dtype=object)
     flat = serialized.reshape(-1)
-    names = list(a["names"]) or ["<unknown>"] * len(flat)
-    examples = []
+    out = []
     for s in flat:
         try:
-            examples.append(Example.FromString(s))
+            out.append(cls.FromString(s))
         except DecodeError:
             raise HostError(f"Could not parse example input, value: '{s[:64]!r}'") from None
+    return out, serialized.ndim == 0, list(names) or ["<unknown>"] * len(flat)
+
+
+@ParseExample.host
+def _(ctx, op, values):
+    a = op.attrs
+    examples, single, names = parsed("Example", values[0], a["names"])
     maps = [e.features.feature for e in examples]
     kinds = [d.dtype for d in op.inputs[1:]]
     return (sparse_columns(maps, single, names, a["sparse_keys"], a["sparse_types"])

@@ -11,7 +11,7 @@ from pygrad import dtypes
 from pygrad.graph import Tensor
 from pygrad.ops.array_ops import convert_to_tensor
 from pygrad.ops.parsing_ops import (_TYPE_NAMES, FixedLenFeature, FixedLenSequenceFeature, VarLenFeature,
-                                    _dense, _shape_text, dense_columns, feature_values, sparse_columns)
+                                    _dense, _shape_text, dense_columns, feature_values, parsed, sparse_columns)
 from pygrad.ops.sparse_tensor import SparseTensor
 from pygrad.registry import BETWEEN, HostError, OpDef, Spec, fail
 from pygrad.shapes import TensorShape, as_shape
@@ -60,20 +60,8 @@ def _steps(lists, i, key, kind, single, names, stride=None):
 
 @ParseSequenceExample.host
 def _(ctx, op, values):
-    from google.protobuf.message import DecodeError
-
-    from pygrad.tf_protos import SequenceExample
     a = op.attrs
-    serialized = np.asarray(values[0], dtype=object)
-    single = serialized.ndim == 0
-    flat = serialized.reshape(-1)
-    names = list(a["names"]) or ["<unknown>"] * len(flat)
-    examples = []
-    for s in flat:
-        try:
-            examples.append(SequenceExample.FromString(s))
-        except DecodeError:
-            raise HostError(f"Could not parse example input, value: '{s[:64]!r}'") from None
+    examples, single, names = parsed("SequenceExample", values[0], a["names"])
     contexts = [e.context.feature for e in examples]
     lists = [e.feature_lists.feature_list for e in examples]
     out = sparse_columns(contexts, single, names, a["context_sparse_keys"], a["context_sparse_types"])
