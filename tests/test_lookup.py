@@ -95,7 +95,7 @@ def test_bad_vocabularies_give_tensorflows_errors(tf_peer, tf_lookup, tmp_path, 
     path = _vocab(tmp_path, text)
     for m, lookup in ((tf, tf.contrib.lookup), (tf_peer, tf_lookup)):
         with m.Graph().as_default(), m.Session() as s:
-            table = lookup.index_table_from_file(path, vocab_size=size)
+            lookup.index_table_from_file(path, vocab_size=size)
             with pytest.raises((m.errors.InvalidArgumentError, m.errors.FailedPreconditionError), match=message):
                 s.run(m.tables_initializer())
             assert s.run(m.constant(1)) == 1

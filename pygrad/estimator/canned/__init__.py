@@ -13,6 +13,7 @@ from pygrad.ops import math_ops
 from pygrad.ops.init_ops import glorot_uniform_initializer
 from pygrad.ops.random_ops import dropout as _dropout
 from pygrad.ops.reduction_ops import reduce_mean
+from pygrad.ops.state_ops import assign_add, group
 from pygrad.ops.summary_ops import histogram, scalar
 from pygrad.ops.variable_scope import variable_scope
 from pygrad.train import optimizers as _opt
@@ -108,7 +109,6 @@ def _combined_model_fn(features, labels, mode, head, linear_columns, linear_opti
         """Each part's optimizer on its own variables; the global step once (TF's)."""
         ops = [opt.minimize(loss, var_list=graph.get_collection(GraphKeys.TRAINABLE_VARIABLES, scope=name))
                for _, opt, name in parts]
-        from pygrad.ops.state_ops import assign_add, group
         with graph.control_dependencies([group(*ops)]):
             return assign_add(get_global_step(), 1).op
     return head.create_estimator_spec(features=features, mode=mode, labels=labels, train_op_fn=train_op_fn,

@@ -4,22 +4,24 @@ metrics and the train op, as an EstimatorSpec. Binary classification (sigmoid cr
 multi-class (softmax cross entropy) and regression (squared error)."""
 import collections
 
-from pygrad import dtypes, losses, metrics
+from pygrad import dtypes, feature_column, losses, metrics
 from pygrad.estimator.model_fn import (ClassificationOutput, EstimatorSpec, ModeKeys, PredictOutput,
                                        RegressionOutput)
 from pygrad.graph import GraphKeys, get_default_graph
 from pygrad.ops import check_ops, math_ops
 from pygrad.ops.activation_ops import sigmoid_cross_entropy_with_logits
-from pygrad.ops.array_ops import cast, expand_dims, identity, ones_like, reshape, zeros_like
+from pygrad.ops.array_ops import cast, convert_to_tensor, expand_dims, identity, ones_like, reshape, zeros_like
 from pygrad.ops.lookup_ops import index_table_from_tensor, index_to_string_table_from_tensor
 from pygrad.ops.manip_ops import concat
 from pygrad.ops.nn_ops import softmax
 from pygrad.ops.reduction_ops import argmax, reduce_sum
+from pygrad.ops.sparse_tensor import SparseTensor
 from pygrad.ops.sequence_ops import range as range_
 from pygrad.ops.state_ops import group
 from pygrad.ops.string_ops import as_string
 from pygrad.ops.summary_ops import scalar
 from pygrad.saved_model.signature_constants import DEFAULT_SERVING_SIGNATURE_DEF_KEY
+from pygrad.train.training_util import get_global_step
 
 LossSpec = collections.namedtuple("LossSpec", ["training_loss", "unreduced_loss", "weights", "processed_labels"])
 _CLASSIFY, _REGRESS, _PREDICT = "classification", "regression", "predict"
@@ -31,12 +33,10 @@ def _labels(labels, logits, dimension):
         raise ValueError("You must provide a labels Tensor. Given: None. Suggested troubleshooting steps: Check that "
                          "your data contain your label feature. Check that your input_fn properly parses and returns "
                          "labels.")
-    from pygrad.ops.sparse_tensor import SparseTensor
     if isinstance(labels, SparseTensor):
         raise ValueError(f"SparseTensor labels are not supported. labels must be a Tensor of shape [D0, D1, ..., DN, "
                          f"{dimension}], e.g. [batch_size, {dimension}].")
     with get_default_graph().name_scope("labels"):
-        from pygrad.ops.array_ops import convert_to_tensor
         labels = convert_to_tensor(labels)
         if labels.shape.ndims is not None and logits.shape.ndims is not None and \
                 labels.shape.ndims == logits.shape.ndims - 1:
@@ -53,7 +53,6 @@ def _weights(features, weight_column, logits):
     """1. without a weight column, else its values as float32 [D0, ..., DN, 1]."""
     if weight_column is None:
         return 1.
-    from pygrad import feature_column
     with get_default_graph().name_scope("weights"):
         if isinstance(weight_column, str):
             weight_column = feature_column.numeric_column(weight_column, shape=(1,))
@@ -101,7 +100,6 @@ class _Head:
             if optimizer is not None:
                 if train_op_fn is not None:
                     raise ValueError("train_op_fn and optimizer cannot both be set.")
-                from pygrad.train.training_util import get_global_step
                 train_op = optimizer.minimize(loss, global_step=get_global_step())
             elif train_op_fn is not None:
                 train_op = train_op_fn(loss)
