@@ -92,6 +92,7 @@ def canned_estimators(tf, model_dir, config):
     linear_r = [c for c in linear if c.name != "income"]
     dnn_r = [c for c in dnn if c.name != "income"]
     return {
+        "baseline": lambda d: tf.estimator.BaselineClassifier(model_dir=d, config=config),
         "linear_regressor": lambda d: tf.estimator.LinearRegressor(linear_r, model_dir=d, config=config),
         "dnn_regressor": lambda d: tf.estimator.DNNRegressor([8, 4], dnn_r, model_dir=d, config=config),
         "linear": lambda d: tf.estimator.LinearClassifier(linear, model_dir=d, config=config),

@@ -5,7 +5,8 @@ import types
 
 from pygrad.estimator import serving as _export_lib
 from pygrad.estimator import inputs  # noqa: F401
-from pygrad.estimator.canned import (DNNClassifier, DNNLinearCombinedClassifier,  # noqa: F401
+from pygrad.estimator.canned import (BaselineClassifier, BaselineRegressor, DNNClassifier,  # noqa: F401
+                                     DNNLinearCombinedClassifier,
                                      DNNLinearCombinedRegressor, DNNRegressor, LinearClassifier, LinearRegressor)
 from pygrad.estimator.estimator import Estimator  # noqa: F401
 from pygrad.estimator.model_fn import EstimatorSpec, ModeKeys  # noqa: F401

@@ -53,7 +53,7 @@ def record_mnist(mnist_dir, dtype, out):
         classes=np.array([p["classes"] for p in preds]), **initial)
 
 
-CANNED_STEPS = 30
+CANNED_STEPS = 100
 
 
 def record_canned():

@@ -1,4 +1,5 @@
-"""TF1's canned estimators (tensorflow_estimator's canned/, v1): LinearClassifier/Regressor (a
+"""TF1's canned estimators (tensorflow_estimator's canned/, v1): BaselineClassifier/Regressor (a
+bias), LinearClassifier/Regressor (a
 linear_model, Ftrl), DNNClassifier/Regressor (an input_layer and dense layers, Adagrad) and
 DNNLinearCombinedClassifier/Regressor (their logits summed, each part with its own optimizer),
 with TF's variable names, heads and default optimizers and learning rates."""
@@ -185,6 +186,43 @@ class DNNRegressor(_Canned):
         head = RegressionHead(weight_column, label_dimension, loss_reduction)
         super().__init__(head, _dnn_fn(hidden_units, _check_columns(feature_columns, "feature_columns"), optimizer,
                                        activation_fn, dropout), model_dir, config, warm_start_from)
+
+
+def _baseline_fn(optimizer, weight_column):
+    """TF's baseline: a bias per output (baseline/bias), the same for every example; Ftrl 0.3."""
+    from pygrad.ops.array_ops import ones, shape
+    from pygrad.ops.init_ops import zeros_initializer
+    from pygrad.ops.variable_scope import get_variable
+
+    def model_fn(features, labels, mode, head, config):
+        _check_features(features)
+        key = weight_column if isinstance(weight_column, str) else getattr(weight_column, "key", None)
+        batch = [v for k, v in features.items() if k != key][0]
+        with variable_scope("baseline"):
+            bias = get_variable("bias", shape=[head.logits_dimension], initializer=zeros_initializer())
+            logits = bias * ones([shape(batch)[0], head.logits_dimension])
+        if head.logits_dimension > 1:
+            histogram("bias", bias)
+        else:
+            scalar("bias", bias[0])
+        opt = get_optimizer_instance(optimizer, learning_rate=0.3)
+        return head.create_estimator_spec(features=features, mode=mode, logits=logits, labels=labels,
+                                          train_op_fn=lambda loss: opt.minimize(loss, global_step=get_global_step()))
+    return model_fn
+
+
+class BaselineClassifier(_Canned):
+    def __init__(self, model_dir=None, n_classes=2, weight_column=None, label_vocabulary=None, optimizer="Ftrl",
+                 config=None, loss_reduction=losses.Reduction.SUM):
+        head = classification_head(n_classes, weight_column, label_vocabulary, loss_reduction)
+        super().__init__(head, _baseline_fn(optimizer, weight_column), model_dir, config, None)
+
+
+class BaselineRegressor(_Canned):
+    def __init__(self, model_dir=None, label_dimension=1, weight_column=None, optimizer="Ftrl", config=None,
+                 loss_reduction=losses.Reduction.SUM):
+        head = RegressionHead(weight_column, label_dimension, loss_reduction)
+        super().__init__(head, _baseline_fn(optimizer, weight_column), model_dir, config, None)
 
 
 def _linear_learning_rate(n):
