@@ -1,2 +1,12 @@
 """tf.contrib: the parts of TF1's contrib that TF1 programs commonly use."""
-from pygrad.contrib import framework, layers, lookup, metrics, rnn, slim  # noqa: F401
+from pygrad.contrib import (  # noqa: F401
+    framework,
+    layers,
+    learn,
+    lookup,
+    metrics,
+    rnn,
+    slim,
+    training,
+)
+from pygrad.contrib.slim import losses  # noqa: F401  (tf.contrib.losses is slim.losses)

@@ -1,6 +1,6 @@
-"""slim.learning: TF-Slim's create_train_op (the train op is the total loss, computed after the
-update ops and once the gradients are applied), its gradient transforms (clip_gradient_norms,
-multiply_gradients, add_gradients_summaries) and train, TF-Slim's training loop.
+"""slim.learning: TF-Slim's create_train_op (tf.contrib.training's, with gradient multipliers and
+clipping), its gradient transforms (clip_gradient_norms, multiply_gradients,
+add_gradients_summaries) and train, TF-Slim's training loop.
 
 TF-Slim's train runs on tf.train.Supervisor; here the same observable behaviour comes from
 pygrad's MonitoredSession: the session is restored from the newest checkpoint of logdir, or else
@@ -12,20 +12,23 @@ import os
 import time
 
 from pygrad import errors
-from pygrad.graph import GraphKeys, get_default_graph
+from pygrad.contrib.training import training
+from pygrad.contrib.training.training import (
+    _USE_GLOBAL_STEP,
+    clip_gradient_norms,
+    gradients_summaries,
+    multiply_gradients,
+)
+from pygrad.graph import get_default_graph
 from pygrad.meta_graph import write_graph
-from pygrad.ops import numerics, summary_ops
-from pygrad.ops.array_ops import constant, convert_to_tensor, identity
-from pygrad.ops.indexed_slices import IndexedSlices
+from pygrad.ops import summary_ops
+from pygrad.ops.array_ops import constant
 from pygrad.ops.math_ops import equal, floormod, greater_equal
 from pygrad.ops.state_ops import (
     global_variables_initializer,
     group,
     local_variables_initializer,
-    no_op,
-    trainable_variables,
 )
-from pygrad.train.clip import clip_by_norm, global_norm
 from pygrad.train.hooks import CheckpointSaverHook, SummarySaverHook
 from pygrad.train.monitored_session import (
     ChiefSessionCreator,
@@ -42,121 +45,34 @@ __all__ = ["add_gradients_summaries", "clip_gradient_norms", "create_train_op", 
 _log = logging.getLogger("pygrad")
 
 
-def clip_gradient_norms(gradients_to_variables, max_norm):
-    """Each gradient clipped to the norm max_norm on its own (clip_by_norm; an IndexedSlices'
-    values); None gradients pass through."""
-    clipped = []
-    for grad, var in gradients_to_variables:
-        if isinstance(grad, IndexedSlices):
-            grad = IndexedSlices(clip_by_norm(grad.values, max_norm), grad.indices, grad.dense_shape)
-        elif grad is not None:
-            grad = clip_by_norm(grad, max_norm)
-        clipped.append((grad, var))
-    return clipped
-
-
-def multiply_gradients(grads_and_vars, gradient_multipliers):
-    """The gradients of the variables gradient_multipliers names (by Variable or by op name)
-    multiplied by their coefficient (a number or a tensor)."""
-    if not isinstance(grads_and_vars, list):
-        raise ValueError("`grads_and_vars` must be a list.")  # noqa: TRY004  (TF-Slim's exception)
-    if not gradient_multipliers:
-        raise ValueError("`gradient_multipliers` is empty.")
-    if not isinstance(gradient_multipliers, dict):
-        raise ValueError("`gradient_multipliers` must be a dict.")  # noqa: TRY004
-    out = []
-    for grad, var in grads_and_vars:
-        key = var if var in gradient_multipliers else var.op.name
-        if key in gradient_multipliers:
-            if grad is None:
-                raise ValueError("Requested multiple of `None` gradient.")
-            values = grad.values if isinstance(grad, IndexedSlices) else grad
-            multiplier = convert_to_tensor(gradient_multipliers[key], dtype=values.dtype)
-            if isinstance(grad, IndexedSlices):
-                grad = IndexedSlices(values * multiplier, grad.indices, grad.dense_shape)
-            else:
-                grad = grad * multiplier
-        out.append((grad, var))
-    return out
-
-
-def _gradients_summaries(grads_and_vars, separator):
-    summaries = []
-    for grad, var in grads_and_vars:
-        if grad is None:
-            _log.info("Var %s has no gradient", var.op.name)
-            continue
-        values = grad.values if isinstance(grad, IndexedSlices) else grad
-        summaries.append(summary_ops.histogram(var.op.name + separator + "gradient", values))
-        summaries.append(summary_ops.scalar(var.op.name + separator + "gradient_norm", global_norm([values])))
-    return summaries
-
-
 def add_gradients_summaries(grads_and_vars):
     """A histogram '<var>/gradient' and a scalar '<var>/gradient_norm' per gradient; the list of
     summaries made. (create_train_op's summaries, as TF-Slim's training module names them, are
     '<var>_gradient' and '<var>_gradient_norm'.)"""
-    return _gradients_summaries(grads_and_vars, "/")
-
-
-_USE_GLOBAL_STEP = 0
-
-
-def _with_dependencies(deps, tensor):
-    with get_default_graph().control_dependencies(deps):
-        return identity(tensor)
+    return gradients_summaries(grads_and_vars, "/")
 
 
 def create_train_op(total_loss, optimizer, global_step=_USE_GLOBAL_STEP, update_ops=None, variables_to_train=None,
                     clip_gradient_norm=0, summarize_gradients=False, gate_gradients=Optimizer.GATE_OP,
                     aggregation_method=None, colocate_gradients_with_ops=False, gradient_multipliers=None,
                     check_numerics=True):
-    """A tensor that runs the update ops (default: the UPDATE_OPS collection), then computes the
-    gradients of total_loss wrt variables_to_train (default: the trainable variables),
-    multiplies them (gradient_multipliers), clips each to clip_gradient_norm (when > 0), applies
-    them with optimizer (incrementing global_step, by default the graph's global step) and
-    evaluates to total_loss (checked for NaN and Inf). Added to the TRAIN_OP collection."""
-    graph = get_default_graph()
-    if global_step is _USE_GLOBAL_STEP:
-        global_step = get_or_create_global_step()
-    global_update_ops = set(graph.get_collection(GraphKeys.UPDATE_OPS))
-    update_ops = global_update_ops if update_ops is None else set(update_ops)
-    if not global_update_ops.issubset(update_ops):
-        _log.warning("update_ops in create_train_op does not contain all the update_ops in GraphKeys.UPDATE_OPS")
-    if update_ops:
-        with graph.control_dependencies(sorted(update_ops, key=lambda op: op.name)):
-            barrier = no_op(name="update_barrier")
-        total_loss = _with_dependencies([barrier], total_loss)
-    if variables_to_train is None:
-        variables_to_train = trainable_variables()
-    else:
-        trainable = set(trainable_variables())
-        for v in variables_to_train:
-            if not (getattr(v, "trainable", False) or v in trainable):
-                raise ValueError(f"create_train_op: variables_to_train holds {v.op.name}, which is not trainable")
-    if not variables_to_train:
-        raise ValueError("create_train_op: there are no variables to train")
-    grads = optimizer.compute_gradients(total_loss, variables_to_train, gate_gradients=gate_gradients,
-                                        aggregation_method=aggregation_method,
-                                        colocate_gradients_with_ops=colocate_gradients_with_ops)
-    if gradient_multipliers:
-        with graph.name_scope("multiply_grads"):
-            grads = multiply_gradients(grads, gradient_multipliers)
-    if clip_gradient_norm > 0:
-        with graph.name_scope("clip_grads"):
-            grads = clip_gradient_norms(grads, clip_gradient_norm)
-    if summarize_gradients:
-        with graph.name_scope("summarize_grads"):
-            _gradients_summaries(grads, "_")
-    grad_updates = optimizer.apply_gradients(grads, global_step=global_step)
-    with graph.name_scope("train_op"):
-        if check_numerics:
-            total_loss = numerics.check_numerics(total_loss, "LossTensor is inf or nan")
-        train_op = _with_dependencies([grad_updates], total_loss)
-    train_ops = graph.get_collection_ref(GraphKeys.TRAIN_OP)
-    if train_op not in train_ops:
-        train_ops.append(train_op)
-    return train_op
+    """tf.contrib.training's create_train_op whose gradients are first multiplied
+    (gradient_multipliers), then each clipped to clip_gradient_norm (when > 0)."""
+    def transform_grads_fn(grads):
+        graph = get_default_graph()
+        if gradient_multipliers:
+            with graph.name_scope("multiply_grads"):
+                grads = multiply_gradients(grads, gradient_multipliers)
+        if clip_gradient_norm > 0:
+            with graph.name_scope("clip_grads"):
+                grads = clip_gradient_norms(grads, clip_gradient_norm)
+        return grads
+
+    return training.create_train_op(
+        total_loss, optimizer, global_step=global_step, update_ops=update_ops, variables_to_train=variables_to_train,
+        transform_grads_fn=transform_grads_fn, summarize_gradients=summarize_gradients, gate_gradients=gate_gradients,
+        aggregation_method=aggregation_method, colocate_gradients_with_ops=colocate_gradients_with_ops,
+        check_numerics=check_numerics)
 
 
 def train_step(sess, train_op, global_step, train_step_kwargs):
