@@ -358,8 +358,9 @@ class OpContext:
         src = self.program.buffer_of.get(in_tensor)
         if src is None:  # a host op's output: held in Python (HostValues), not in the plan
             return
-        if src.kind == VAR_BUFFER:
-            self.step(COPY, [self.operand(in_tensor)], [self.output(out_tensor.value_index)], {})
+        if src.kind == VAR_BUFFER:  # the variable read with the output's dims (a reshape's)
+            out, var = self.output(out_tensor.value_index), self.operand(in_tensor)
+            self.step(COPY, [Operand(var.buffer, var.dtype, out.dims)], [out], {})
         else:
             self.program.buffer_of[out_tensor] = src
 

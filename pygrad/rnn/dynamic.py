@@ -48,9 +48,6 @@ def _check_inputs(flat_input, time_major, scope):
         if not s[2:].is_fully_defined():
             raise _error("dynamic_rnn", scope, f"Input size (depth of inputs) must be accessible via shape "
                                                f"inference, but saw value None for input={x.name} of shape {s}")
-        if not x.dtype.is_floating:
-            raise _error("dynamic_rnn", scope, f"inputs must be floating point, got {x.name} of dtype "
-                                               f"{x.dtype.name}", TypeError)
         dims = s.as_list()[:2] if time_major else s.as_list()[1::-1]  # (time, batch)
         if first is not None:
             for k, what in ((0, "Time steps"), (1, "Batch_size")):
