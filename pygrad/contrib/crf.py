@@ -1,8 +1,9 @@
 """tf.contrib.crf: the linear-chain CRF of TF 1.15's tensorflow/contrib/crf, computed as TF's is
 (the forward algorithm and the Viterbi pass as dynamic_rnn over the cells below, masks from the
-sequence lengths, a single time step handled apart): crf_log_likelihood (which creates the
-variable "transitions" when not given one), crf_sequence_score, crf_unary_score,
-crf_binary_score, crf_log_norm, crf_decode, and viterbi_decode in NumPy."""
+sequence lengths, a single time step handled apart; float32 as TF's, or float64):
+crf_log_likelihood (which creates the variable "transitions" when not given one),
+crf_sequence_score, crf_unary_score, crf_binary_score, crf_log_norm, crf_decode, and
+viterbi_decode in NumPy."""
 import numpy as np
 
 from pygrad import dtypes
@@ -68,7 +69,7 @@ def crf_sequence_score(inputs, tag_indices, sequence_lengths, transition_params)
     def single():
         batch = shape(inputs, out_type=tag_indices.dtype)[0]
         example = reshape(range_(batch, dtype=tag_indices.dtype), [-1, 1])
-        scores = gather_nd(squeeze(inputs, [1]), concat([example, tag_indices], 1))
+        scores = gather_nd(inputs[:, 0], concat([example, tag_indices[:, :1]], 1))  # the one step
         return where(less_equal(sequence_lengths, 0), zeros_like(scores), scores)
 
     def multi():
@@ -93,7 +94,7 @@ def crf_log_norm(inputs, sequence_lengths, transition_params):
     def multi():
         rest = slice_(inputs, [0, 1, 0], [-1, -1, -1])
         _, alphas = dynamic_rnn(CrfForwardRnnCell(transition_params), rest, sequence_length=_less_one(
-            sequence_lengths), initial_state=first_input, dtype=dtypes.float32)
+            sequence_lengths), initial_state=first_input, dtype=inputs.dtype)
         return masked(reduce_logsumexp(alphas, [1]))
 
     return _smart_cond(*_single_step(inputs), single, multi)
@@ -126,7 +127,7 @@ def crf_unary_score(tag_indices, sequence_lengths, inputs):
         offsets = cast(offsets, dtypes.int64)
     flattened_tag_indices = reshape(offsets + tag_indices, [-1])
     unary_scores = reshape(gather(flattened_inputs, flattened_tag_indices), [batch_size, max_seq_len])
-    masks = sequence_mask(sequence_lengths, maxlen=shape(tag_indices)[1], dtype=dtypes.float32)
+    masks = sequence_mask(sequence_lengths, maxlen=shape(tag_indices)[1], dtype=inputs.dtype)
     return reduce_sum(unary_scores * masks, 1)
 
 
@@ -140,7 +141,7 @@ def crf_binary_score(tag_indices, sequence_lengths, transition_params):
     start_tag_indices, end_tag_indices = tag_indices[:, :-1], tag_indices[:, 1:]  # each transition's ends
     flattened_transition_indices = start_tag_indices * num_tags + end_tag_indices
     binary_scores = gather(reshape(transition_params, [-1]), flattened_transition_indices)
-    masks = sequence_mask(sequence_lengths, maxlen=shape(tag_indices)[1], dtype=dtypes.float32)
+    masks = sequence_mask(sequence_lengths, maxlen=shape(tag_indices)[1], dtype=transition_params.dtype)
     truncated_masks = slice_(masks, [0, 1], [-1, -1])
     return reduce_sum(binary_scores * truncated_masks, 1)
 
@@ -243,7 +244,7 @@ def crf_decode(potentials, transition_params, sequence_length):
     sequence_length = convert_to_tensor(sequence_length)
 
     def single():
-        squeezed = squeeze(potentials, [1])
+        squeezed = potentials[:, 0]  # the one step
         decode_tags = expand_dims(argmax(squeezed, axis=1), 1)
         return cast(decode_tags, dtypes.int32), reduce_max(squeezed, axis=1)
 
