@@ -1,6 +1,7 @@
 """tf.contrib: the parts of TF1's contrib that TF1 programs commonly use."""
 from pygrad.contrib import (  # noqa: F401
     crf,
+    distributions,
     framework,
     layers,
     learn,
