@@ -131,7 +131,7 @@ class MultivariateNormalDiag(Distribution):
                                    "scale_identity_multiplier": scale_identity_multiplier}.items() if v is not None}
         if loc is None and scale_diag is None:
             raise ValueError("MultivariateNormalDiag: give loc or scale_diag (the event size comes from them)")
-        params = float_params("MultivariateNormalDiag", **given)
+        params = float_params("MultivariateNormalDiag", common=True, **given)
         first = params.get("loc", params.get("scale_diag"))
         self._loc = params["loc"] if "loc" in params else zeros_like(params["scale_diag"])
         scale = params.get("scale_diag")

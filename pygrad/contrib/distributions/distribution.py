@@ -28,10 +28,13 @@ FULLY_REPARAMETERIZED = ReparameterizationType("FULLY_REPARAMETERIZED")
 NOT_REPARAMETERIZED = ReparameterizationType("NOT_REPARAMETERIZED")
 
 
-def float_params(cls_name, **params):
+def float_params(cls_name, common=False, **params):
     """The parameters, each converted to a tensor as given (Python floats as float32), which must
-    share one floating dtype (TF's assert_same_float_dtype; ValueError naming the distribution)."""
-    out = {k: convert_to_tensor(v, name=k) for k, v in params.items()}
+    share one floating dtype (TF's assert_same_float_dtype; ValueError naming the distribution).
+    common: Python numbers take the dtype of the other parameters (contrib's common_dtype)."""
+    out = {k: convert_to_tensor(v, name=k) for k, v in params.items() if not (common and isinstance(v, (int, float)))}
+    dtype = next(iter(out.values())).dtype if out else dtypes.float32
+    out = {k: out[k] if k in out else convert_to_tensor(v, dtype=dtype, name=k) for k, v in params.items()}
     dtypes_ = {t.dtype for t in out.values()}
     for k, t in out.items():
         if not t.dtype.is_floating:
