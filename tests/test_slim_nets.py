@@ -25,6 +25,7 @@ CASES = {
     "resnet_v1_50": ("resnet_v1", "resnet_v1_50", "resnet_arg_scope", 64, 2, False, True),
     "resnet_v2_50": ("resnet_v2", "resnet_v2_50", "resnet_arg_scope", 64, 2, False, True),
     "inception_v1": ("inception_v1", "inception_v1", "inception_v1_arg_scope", 193, 1, False, True),
+    "inception_v2": ("inception_v2", "inception_v2", "inception_v2_arg_scope", 64, 1, False, True),
     "inception_v3": ("inception_v3", "inception_v3", "inception_v3_arg_scope", 107, 1, False, True),
 }
 
