@@ -266,7 +266,8 @@ def _slim_nets():
         logits, end_points = resnet_v1.resnet_v1_50(x, 10)
     return logits.shape.as_list() == [1, 1, 1, 10] and "predictions" in end_points and all(
         callable(f) for f in (vgg.vgg_16, vgg.vgg_19, vgg.vgg_a, alexnet.alexnet_v2, resnet_v1.resnet_v1_101,
-                              resnet_v2.resnet_v2_50, inception.inception_v1, inception.inception_v3))
+                              resnet_v2.resnet_v2_50, inception.inception_v1, inception.inception_v2,
+                              inception.inception_v3))
 
 
 def _print():
@@ -353,6 +354,17 @@ PROBES = {
         tf.contrib.slim.evaluation.evaluate_once) and callable(tf.contrib.slim.evaluation.evaluation_loop) and
     callable(tf.contrib.slim.learning.train) and issubclass(tf.train.FinalOpsHook, tf.train.SessionRunHook),
     "contrib.slim.nets (vgg, alexnet, resnet_v1, resnet_v2, inception)": _slim_nets,
+    "contrib.distributions (Normal, Bernoulli, Categorical, kl_divergence)": lambda: run(
+        tf.contrib.distributions.kl_divergence(tf.contrib.distributions.Normal(0.0, 1.0),
+                                               tf.contrib.distributions.Normal(0.0, 1.0))) == 0.0 and
+    run(tf.contrib.distributions.Categorical(logits=[[0.0, 1.0]]).sample(3, seed=1)).shape == (3, 1),
+    "contrib.crf (crf_log_likelihood, crf_decode)": lambda: run(tf.contrib.crf.crf_decode(
+        tf.constant([[[0.0, 2.0], [3.0, 0.0]]]), tf.zeros([2, 2]), [2])[0]).tolist() == [[1, 0]] and
+    tf.contrib.crf.crf_log_likelihood(tf.zeros([1, 2, 2]), [[0, 1]], [2])[1].op.name == "transitions",
+    "contrib.training.HParams": lambda: tf.contrib.training.HParams(lr=0.1, n=2).parse("n=3").values() == {
+        "lr": 0.1, "n": 3} and callable(tf.contrib.training.create_train_op),
+    "contrib.losses / contrib.learn.datasets.mnist": lambda: tf.contrib.losses is tf.contrib.slim.losses and
+    callable(tf.contrib.learn.datasets.mnist.read_data_sets) and callable(tf.contrib.learn.datasets.load_dataset),
     "sort / argsort": lambda: list(run(tf.sort(tf.constant([3., 1., 2.])))) == [1, 2, 3] and
     list(run(tf.argsort(tf.constant([3., 1., 2.]), direction="DESCENDING"))) == [0, 2, 1],
     # tf.nn and math
