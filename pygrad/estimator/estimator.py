@@ -107,6 +107,14 @@ class Estimator:
             raise ValueError(f"Could not find trained model in model_dir: {self._model_dir}.")
         return path
 
+    def _checkpoint_or_none(self, checkpoint_path, what):
+        """checkpoint_path, else the newest checkpoint; None (and a log line, as TF's) if there is none."""
+        path = checkpoint_path or self.latest_checkpoint()
+        if not path:
+            _log.info("Could not find trained model in model_dir: %s, running initialization to %s.",
+                      self._model_dir, what)
+        return path
+
     def get_variable_names(self):
         return [name for name, _ in checkpoint_utils.list_variables(self._checkpoint())]
 
@@ -250,11 +258,7 @@ class Estimator:
             if steps <= 0:
                 raise ValueError(f"Must specify steps > 0, given: {steps}")
             hooks.append(_StopAfterNEvalsHook(steps))
-        if not checkpoint_path:
-            checkpoint_path = self.latest_checkpoint()
-            if not checkpoint_path:
-                _log.info("Could not find trained model in model_dir: %s, running initialization to evaluate.",
-                          self._model_dir)
+        checkpoint_path = self._checkpoint_or_none(checkpoint_path, "evaluate")
         graph, cm, step = self._graph()
         try:
             features, labels, input_hooks = self._input(input_fn, ModeKeys.EVAL)
@@ -293,11 +297,7 @@ class Estimator:
         """Yields the predictions of the newest checkpoint (or checkpoint_path) over input_fn's
         input: one example at a time, or a batch at a time."""
         hooks = _check_hooks(hooks)
-        if not checkpoint_path:
-            checkpoint_path = self.latest_checkpoint()
-            if not checkpoint_path:
-                _log.info("Could not find trained model in model_dir: %s, running initialization to predict.",
-                          self._model_dir)
+        checkpoint_path = self._checkpoint_or_none(checkpoint_path, "predict")
         graph, cm, _ = self._graph()
         try:
             features, _, input_hooks = self._input(input_fn, ModeKeys.PREDICT)

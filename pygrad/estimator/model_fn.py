@@ -67,7 +67,7 @@ def _predictions(predictions, mode):
     return _tensor(predictions, "predictions")
 
 
-def _hooks(hooks):
+def validate_hooks(hooks):
     hooks = tuple(hooks or [])
     for h in hooks:
         if not isinstance(h, SessionRunHook):
@@ -108,8 +108,8 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", [
         if scaffold is not None and not isinstance(scaffold, Scaffold):
             raise TypeError(f"scaffold must be tf.train.Scaffold. Given: {scaffold}")
         return super().__new__(cls, mode, predictions, loss, train_op, _metric_ops(eval_metric_ops), export_outputs,
-                               _hooks(training_chief_hooks), _hooks(training_hooks), scaffold or Scaffold(),
-                               _hooks(evaluation_hooks), _hooks(prediction_hooks))
+                               validate_hooks(training_chief_hooks), validate_hooks(training_hooks), scaffold or Scaffold(),
+                               validate_hooks(evaluation_hooks), validate_hooks(prediction_hooks))
 
 
 # ---------------------------------------------------------------- export outputs

@@ -9,18 +9,11 @@ import os
 import shutil
 
 from pygrad.estimator.estimator import Estimator
+from pygrad.estimator.model_fn import validate_hooks
 from pygrad.graph import GraphKeys
 from pygrad.train import hooks as hooks_lib
 
 _log = logging.getLogger("pygrad")
-
-
-def _hooks(hooks):
-    hooks = tuple(hooks or [])
-    for h in hooks:
-        if not isinstance(h, hooks_lib.SessionRunHook):
-            raise TypeError(f"All hooks must be SessionRunHook instances, given: {h}")
-    return hooks
 
 
 class TrainSpec(collections.namedtuple("TrainSpec", ["input_fn", "max_steps", "hooks", "saving_listeners"])):
@@ -29,7 +22,7 @@ class TrainSpec(collections.namedtuple("TrainSpec", ["input_fn", "max_steps", "h
             raise TypeError(f"`input_fn` must be callable, given: {input_fn}")
         if max_steps is not None and max_steps <= 0:
             raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
-        return super().__new__(cls, input_fn, max_steps, _hooks(hooks), tuple(saving_listeners or []))
+        return super().__new__(cls, input_fn, max_steps, validate_hooks(hooks), tuple(saving_listeners or []))
 
 
 class EvalSpec(collections.namedtuple("EvalSpec", ["input_fn", "steps", "name", "hooks", "exporters",
@@ -58,7 +51,7 @@ class EvalSpec(collections.namedtuple("EvalSpec", ["input_fn", "steps", "name", 
                 raise ValueError(f"`exporters` must have unique names. Such a name cannot be `None`. {e.name} "
                                  f"already exists.")
             names.add(e.name)
-        return super().__new__(cls, input_fn, steps, name, _hooks(hooks), exporters, start_delay_secs, throttle_secs)
+        return super().__new__(cls, input_fn, steps, name, validate_hooks(hooks), exporters, start_delay_secs, throttle_secs)
 
 
 class _EvalListener(hooks_lib.CheckpointSaverListener):
