@@ -108,8 +108,9 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", [
         if scaffold is not None and not isinstance(scaffold, Scaffold):
             raise TypeError(f"scaffold must be tf.train.Scaffold. Given: {scaffold}")
         return super().__new__(cls, mode, predictions, loss, train_op, _metric_ops(eval_metric_ops), export_outputs,
-                               validate_hooks(training_chief_hooks), validate_hooks(training_hooks), scaffold or Scaffold(),
-                               validate_hooks(evaluation_hooks), validate_hooks(prediction_hooks))
+                               validate_hooks(training_chief_hooks), validate_hooks(training_hooks),
+                               scaffold or Scaffold(), validate_hooks(evaluation_hooks),
+                               validate_hooks(prediction_hooks))
 
 
 # ---------------------------------------------------------------- export outputs

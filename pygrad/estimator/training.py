@@ -51,7 +51,8 @@ class EvalSpec(collections.namedtuple("EvalSpec", ["input_fn", "steps", "name", 
                 raise ValueError(f"`exporters` must have unique names. Such a name cannot be `None`. {e.name} "
                                  f"already exists.")
             names.add(e.name)
-        return super().__new__(cls, input_fn, steps, name, validate_hooks(hooks), exporters, start_delay_secs, throttle_secs)
+        return super().__new__(cls, input_fn, steps, name, validate_hooks(hooks), exporters, start_delay_secs,
+                               throttle_secs)
 
 
 class _EvalListener(hooks_lib.CheckpointSaverListener):
