@@ -228,7 +228,8 @@ class TextFileInitializer:
 
 
 def TextFileIdTableInitializer(filename, key_column_index=WHOLE_LINE, value_column_index=LINE_NUMBER,  # noqa: N802
-                               vocab_size=None, delimiter="\t", name="text_file_id_table_init", key_dtype=dtypes.string):
+                               vocab_size=None, delimiter="\t", name="text_file_id_table_init",
+                               key_dtype=dtypes.string):
     return TextFileInitializer(filename, key_dtype, key_column_index, dtypes.int64, value_column_index, vocab_size,
                                delimiter, name)
 

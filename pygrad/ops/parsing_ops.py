@@ -180,7 +180,8 @@ def _dense(key, feature, what):
     """(TensorShape, dtype, default tensor) of a dense feature (an empty default: required)."""
     if isinstance(feature, RaggedFeature):
         raise NotImplementedError(f"{what}: feature '{key}' is a RaggedFeature, whose value is a RaggedTensor, which "
-                                  f"pygrad does not have; use VarLenFeature (a SparseTensor) or FixedLenSequenceFeature")
+                                  f"pygrad does not have; use VarLenFeature (a SparseTensor) or "
+                                  f"FixedLenSequenceFeature")
     if not isinstance(feature, (FixedLenFeature, FixedLenSequenceFeature)):
         raise TypeError(f"{what}: feature '{key}' must be a FixedLenFeature or FixedLenSequenceFeature, got "
                         f"{type(feature).__name__}")

@@ -29,7 +29,8 @@ def _(serialized, *context_dense_defaults, names, context_sparse_keys, context_d
     rank = len(batch)
 
     def sparse(types, r):
-        return ([Spec(dtypes.int64, TensorShape([None, r])) for _ in types] + [Spec(t, TensorShape([None])) for t in types]
+        return ([Spec(dtypes.int64, TensorShape([None, r])) for _ in types]
+                + [Spec(t, TensorShape([None])) for t in types]
                 + [Spec(dtypes.int64, TensorShape([r])) for _ in types])
     return (sparse(context_sparse_types, rank + 1)
             + [Spec(d.dtype, TensorShape(batch + s.as_list())) for d, s in zip(context_dense_defaults,
@@ -86,7 +87,8 @@ def _(ctx, op, values):
     # Fixed-length feature lists, padded to the longest with zeros, and their lengths.
     dense, lengths = [], []
     for key, kind, shape, empty_ok in zip(a["feature_list_dense_keys"], a["feature_list_dense_types"],
-                                          a["feature_list_dense_shapes"], a["feature_list_dense_missing_assumed_empty"]):
+                                          a["feature_list_dense_shapes"],
+                                          a["feature_list_dense_missing_assumed_empty"]):
         dims = shape.as_list()
         stride = (int(np.prod(dims)), dims)
         per = []

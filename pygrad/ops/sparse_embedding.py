@@ -13,7 +13,8 @@ import numpy as np
 from pygrad import dtypes
 from pygrad.graph import get_default_graph
 from pygrad.ops import math_ops
-from pygrad.ops.array_ops import cast, constant_value, convert_to_tensor, ones_like, reshape, shape as shape_of, zeros_like
+from pygrad.ops.array_ops import (cast, constant_value, convert_to_tensor, ones_like, reshape, shape as shape_of,
+                                  zeros_like)
 from pygrad.ops.dynamic_shape_ops import computed_unique
 from pygrad.ops.embedding_ops import embedding_lookup
 from pygrad.ops.manip_ops import gather, tile, where

@@ -222,7 +222,8 @@ class MultiClassHead(_Head):
             predictions = {"logits": logits, "probabilities": probabilities, "class_ids": class_ids,
                            "classes": classes, "all_class_ids": all_ids, "all_classes": all_classes}
         out = ClassificationOutput(scores=probabilities, classes=all_classes)
-        return predictions, {DEFAULT_SERVING_SIGNATURE_DEF_KEY: out, _CLASSIFY: out, _PREDICT: PredictOutput(predictions)}
+        return predictions, {DEFAULT_SERVING_SIGNATURE_DEF_KEY: out, _CLASSIFY: out,
+                             _PREDICT: PredictOutput(predictions)}
 
     def _metrics(self, spec, predictions, reg):
         w = None if isinstance(spec.weights, float) else spec.weights
@@ -254,7 +255,8 @@ class RegressionHead(_Head):
         with get_default_graph().name_scope("predictions"):
             predictions = {"predictions": identity(logits, name="predictions")}
         out = RegressionOutput(value=predictions["predictions"])
-        return predictions, {DEFAULT_SERVING_SIGNATURE_DEF_KEY: out, _REGRESS: out, _PREDICT: PredictOutput(predictions)}
+        return predictions, {DEFAULT_SERVING_SIGNATURE_DEF_KEY: out, _REGRESS: out,
+                             _PREDICT: PredictOutput(predictions)}
 
     def _metrics(self, spec, predictions, reg):
         w = None if isinstance(spec.weights, float) else spec.weights
