@@ -191,22 +191,9 @@ def viterbi_decode(score, transition_params):
     return viterbi, np.max(trellis[-1])
 
 
-class CrfDecodeForwardRnnCell(RNNCell):
-    """The Viterbi forward step: (backpointers, the new scores)."""
-
-    def __init__(self, transition_params):
-        super().__init__()
-        transition_params = convert_to_tensor(transition_params)
-        self._transition_params = expand_dims(transition_params, 0)
-        self._num_tags = transition_params.shape[0].value
-
-    @property
-    def state_size(self):
-        return self._num_tags
-
-    @property
-    def output_size(self):
-        return self._num_tags
+class CrfDecodeForwardRnnCell(CrfForwardRnnCell):
+    """The Viterbi forward step: (backpointers, the new scores); a max where the forward
+    algorithm takes a logsumexp."""
 
     def __call__(self, inputs, state, scope=None):
         transition_scores = expand_dims(state, 2) + self._transition_params  # [B, O, O]
