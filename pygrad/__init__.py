@@ -64,7 +64,10 @@ from pygrad.ops.state_ops import (Variable, assign, assign_add, assign_sub, glob
 from pygrad.ops.init_ops import (constant_initializer, glorot_normal_initializer, glorot_uniform_initializer,
                                  ones_initializer, random_normal_initializer, random_uniform_initializer,
                                  truncated_normal_initializer, variance_scaling_initializer, zeros_initializer)
-from pygrad.ops.variable_scope import AUTO_REUSE, VariableScope, get_variable, get_variable_scope, variable_scope
+from pygrad.ops.variable_scope import (AUTO_REUSE, VariableScope, create_partitioned_variables, get_variable,
+                                       get_variable_scope, variable_scope)
+from pygrad.ops.partitioned_variables import (PartitionedVariable, fixed_size_partitioner, min_max_variable_partitioner,
+                                              variable_axis_size_partitioner)
 from pygrad.registry import check_registry as _check_registry
 from pygrad.train.clip import clip_by_global_norm, clip_by_norm, clip_by_value, global_norm
 from pygrad.graph import get_default_session

@@ -5,6 +5,7 @@ from pygrad.graph import build_error, get_default_graph, unwrap
 from pygrad.ops import math_ops
 from pygrad.ops.array_ops import cast, convert_to_tensor, expand_dims, identity, zeros_like
 from pygrad.ops.manip_ops import Select, gather
+from pygrad.ops.partitioned_variables import PartitionedVariable
 from pygrad.ops.reduction_ops import reduce_sum
 
 
@@ -29,7 +30,7 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
         raise ValueError("Need at least one param")
     if partition_strategy not in ("mod", "div"):
         raise ValueError(f"Unrecognized partition strategy: {partition_strategy}")
-    shards = list(params) if isinstance(params, (list, tuple)) else [params]
+    shards = list(params) if isinstance(params, (list, tuple, PartitionedVariable)) else [params]  # a partitioned one: its parts, as TF
     with get_default_graph().name_scope(name or "embedding_lookup"):
         shards = [unwrap(p) if hasattr(p, "_as_graph_element") else convert_to_tensor(p, name="params")
                   for p in shards]

@@ -90,8 +90,13 @@ class VarianceScaling(Initializer):
         super().__init__(dtype)
         self.scale, self.mode, self.distribution, self.seed = scale, mode, distribution, seed
 
-    def _init(self, shape, dtype):
-        fan_in, fan_out = _fans(shape)
+    def __call__(self, shape, dtype=None, partition_info=None):
+        # a part of a partitioned variable scales by the whole variable's fans, as TF's
+        fans = _fans(partition_info.full_shape if partition_info is not None else as_shape(shape).as_list())
+        return self._init(as_shape(shape).as_list(), dtypes.as_dtype(dtype or self.dtype), fans)
+
+    def _init(self, shape, dtype, fans):
+        fan_in, fan_out = fans
         n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]
         scale = self.scale / max(1.0, n)
         if self.distribution in ("normal", "truncated_normal"):

@@ -18,6 +18,7 @@ from pygrad.ops.array_ops import (cast, constant_value, convert_to_tensor, ones_
 from pygrad.ops.dynamic_shape_ops import computed_unique
 from pygrad.ops.embedding_ops import embedding_lookup
 from pygrad.ops.manip_ops import gather, tile, where
+from pygrad.ops.partitioned_variables import PartitionedVariable
 from pygrad.ops.sequence_ops import range as range_
 from pygrad.ops.sparse_math import sparse_fill_empty_rows
 from pygrad.ops.sparse_ops import sparse_retain
@@ -155,7 +156,7 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
         raise TypeError(f"sp_ids must be SparseTensor, got {type(sp_ids)}")
     if sp_weights is not None and not isinstance(sp_weights, SparseTensor):
         raise TypeError(f"sp_weights must be either None or SparseTensor,got {type(sp_weights)}")
-    params = list(params) if isinstance(params, (list, tuple)) else [params]
+    params = list(params) if isinstance(params, (list, tuple, PartitionedVariable)) else [params]  # a partitioned one: its parts, as TF
     with get_default_graph().name_scope(name or "embedding_lookup_sparse"):
         segment_ids = sp_ids.indices[:, 0]
         ids, idx = computed_unique(sp_ids.values, dtypes.int32)

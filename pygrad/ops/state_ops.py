@@ -177,6 +177,10 @@ class Variable(TensorLike):
         self._initial_value = element(variable_def.initial_value_name) if variable_def.initial_value_name else None
         self._trainable = variable_def.trainable
         self.constraint = None
+        if variable_def.HasField("save_slice_info_def"):  # a part of a partitioned variable
+            from pygrad.ops.partitioned_variables import SaveSliceInfo
+            self._save_slice_info = SaveSliceInfo(save_slice_info_def=variable_def.save_slice_info_def,
+                                                  import_scope=import_scope)
 
     @staticmethod
     def from_proto(variable_def, import_scope=None):
@@ -207,6 +211,9 @@ class Variable(TensorLike):
             proto.initializer_name = strip(self._initializer_op.name)
         if self._initial_value is not None:
             proto.initial_value_name = strip(self._initial_value.name)
+        info = getattr(self, "_save_slice_info", None)
+        if info is not None and info.to_proto(export_scope) is not None:
+            proto.save_slice_info_def.CopyFrom(info.to_proto(export_scope))
         return proto
 
     @classmethod

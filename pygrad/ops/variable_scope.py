@@ -3,9 +3,11 @@ import contextlib
 import functools
 
 from pygrad import dtypes
-from pygrad.graph import GraphKeys, get_default_graph
+from pygrad.graph import GraphKeys, TensorLike, get_default_graph
 from pygrad.ops import init_ops
+from pygrad.ops import partitioned_variables as pv
 from pygrad.ops.array_ops import convert_to_tensor
+from pygrad.ops.slice_ops import slice as slice_
 from pygrad.ops.state_ops import Variable
 from pygrad.shapes import as_shape
 
@@ -22,8 +24,9 @@ class VariableScope:
     """A variable scope: its name, reuse mode and defaults for get_variable."""
 
     def __init__(self, reuse, name="", initializer=None, regularizer=None, dtype=dtypes.float32, name_scope="",
-                 custom_getter=None):
+                 custom_getter=None, partitioner=None):
         self.name = name
+        self.partitioner = partitioner
         self.custom_getter = custom_getter
         self.reuse = reuse
         self.initializer = initializer
@@ -36,6 +39,9 @@ class VariableScope:
 
     def set_initializer(self, initializer):
         self.initializer = initializer
+
+    def set_partitioner(self, partitioner):
+        self.partitioner = partitioner
 
     def set_custom_getter(self, custom_getter):
         self.custom_getter = custom_getter
@@ -117,7 +123,8 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
         full, base = (parent.name + "/" + short if parent.name else short), parent
         reuse = reuse or parent.reuse
     scope = VariableScope(reuse, full, initializer or base.initializer, regularizer or base.regularizer,
-                          dtype or base.dtype, custom_getter=_wrap_custom_getter(custom_getter, base.custom_getter))
+                          dtype or base.dtype, custom_getter=_wrap_custom_getter(custom_getter, base.custom_getter),
+                          partitioner=partitioner if partitioner is not None else base.partitioner)
     if not auxiliary_name_scope:  # stay in the current name scope
         current = graph.get_name_scope()
         ns_name = current + "/" if current else None
@@ -144,7 +151,9 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                  caching_device=None, partitioner=None, validate_shape=True, use_resource=None, custom_getter=None,
                  constraint=None, synchronization=None, aggregation=None):
     """The variable '<scope>/name': created on first call (the initializer defaults to the scope's,
-    else glorot_uniform for floats and zeros otherwise), returned again when the scope reuses.
+    else glorot_uniform for floats and zeros otherwise), returned again when the scope reuses. With
+    a partitioner (the argument's, else the scope's) a variable of rank 1 or more is a
+    PartitionedVariable of parts '<name>/part_<i>'.
     A custom getter (the argument's, wrapped by the scope's) is called as TF calls it:
     getter(getter=<the real getter>, name=<full name>, shape=..., dtype=..., ...)."""
     scope = get_variable_scope()
@@ -153,7 +162,8 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                                                                                    scope.custom_getter)
     kwargs = {"shape": shape, "dtype": dtype, "initializer": initializer, "regularizer": regularizer,
               "reuse": scope.reuse, "trainable": trainable, "collections": collections,
-              "caching_device": caching_device, "partitioner": partitioner, "validate_shape": validate_shape,
+              "caching_device": caching_device,
+              "partitioner": partitioner if partitioner is not None else scope.partitioner, "validate_shape": validate_shape,
               "use_resource": use_resource, "constraint": constraint, "synchronization": synchronization,
               "aggregation": aggregation}
     if getter is None:
@@ -165,16 +175,34 @@ def _true_getter(name, shape=None, dtype=None, initializer=None, regularizer=Non
                  collections=None, caching_device=None, partitioner=None, validate_shape=True, use_resource=None,
                  constraint=None, synchronization=None, aggregation=None):
     """get_variable on a full name, with reuse the scope's mode (True, False/None, or AUTO_REUSE)."""
+    store = _state(get_default_graph())[1]
+    args = (shape, dtype, initializer, regularizer, reuse, trainable, collections)
+    if partitioner is not None and not (shape is not None and as_shape(shape).ndims == 0):
+        if not callable(partitioner):
+            raise ValueError(f"Partitioner must be callable, but received: {partitioner}")
+        return _partitioned_variable(name, partitioner, *args)
+    if reuse is True and isinstance(store.get(name), pv.PartitionedVariable):
+        return _partitioned_variable(name, None, *args)
+    if f"{name}/part_0" in store:
+        raise ValueError(f"No partitioner was provided, but a partitioned version of the variable was found: "
+                         f"{name}/part_0. Perhaps a variable of the same name was already created with partitioning?")
+    return _single_variable(name, *args)
+
+
+def _single_variable(full, shape, dtype, initializer, regularizer, reuse, trainable, collections,
+                     partition_info=None):
     graph = get_default_graph()
     _, store, _ = _state(graph)
     scope = get_variable_scope()
-    full = name
     shape = as_shape(shape) if shape is not None else None
     if full in store:
         if not reuse:
             raise ValueError(f"Variable {full} already exists, disallowed. Did you mean to set reuse=True or "
                              f"reuse=tf.AUTO_REUSE in VarScope?")
         var = store[full]
+        if isinstance(var, pv.PartitionedVariable):
+            raise ValueError(f"A partitioned variable {full} exists: get it again with reuse=True or its "
+                             f"partitioner")
         if shape is not None and not shape.is_compatible_with(var.shape):
             raise ValueError(f"Trying to share variable {full}, but specified shape {shape} and found shape "
                              f"{var.shape}.")
@@ -197,7 +225,10 @@ def _true_getter(name, shape=None, dtype=None, initializer=None, regularizer=Non
         dt = dtypes.as_dtype(dtype) if dtype is not None else scope.dtype
         if initializer is None:
             initializer = init_ops.glorot_uniform_initializer() if dt.is_floating else init_ops.zeros_initializer()
-        init_fn = lambda: initializer(shape.as_list(), dtype=dt)  # noqa: E731
+        if partition_info is None:
+            init_fn = lambda: initializer(shape.as_list(), dtype=dt)  # noqa: E731
+        else:
+            init_fn = lambda: initializer(shape.as_list(), dtype=dt, partition_info=partition_info)  # noqa: E731
     with graph.name_scope(None), graph.control_dependencies(None):  # TF's init_scope
         graph.unique_name(full)  # mark the full name used, so later ops and scopes named like it get a suffix
         var = Variable(init_fn, trainable=True if trainable is None else trainable, collections=collections,
@@ -209,6 +240,79 @@ def _true_getter(name, shape=None, dtype=None, initializer=None, regularizer=Non
         if loss is not None:
             graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
     return var
+
+
+def _call_partitioner(partitioner, shape, dtype):
+    if not shape.is_fully_defined():
+        raise ValueError(f"Shape of a new partitioned variable must be fully defined, but instead was {shape}.")
+    if shape.ndims < 1:
+        raise ValueError(f"A partitioned Variable must have rank at least 1, shape: {shape}")
+    partitions = partitioner(shape=shape, dtype=dtype)
+    pv.slice_dim_and_count(partitions, shape)
+    return list(partitions)
+
+
+def _partitioned_variable(name, partitioner, shape, dtype, initializer, regularizer, reuse, trainable, collections):
+    """The PartitionedVariable 'name' (TF's _VariableStore._get_partitioned_variable): its parts
+    '<name>/part_<i>' made with the partitioner's split, or the one made before, on reuse."""
+    graph = get_default_graph()
+    _, store, _ = _state(graph)
+    existing = store.get(name)
+    if existing is not None and not isinstance(existing, pv.PartitionedVariable):
+        raise ValueError(f"A partitioner was provided, but an unpartitioned version of the variable was found: {name}."
+                         f"  Perhaps a variable of the same name was already created without partitioning?")
+    shape = as_shape(shape)
+    if isinstance(initializer, TensorLike):
+        shape = shape.merge_with(initializer.shape)
+    dt = dtypes.as_dtype(dtype) if dtype is not None else (
+        initializer.dtype if isinstance(initializer, TensorLike) else get_variable_scope().dtype)
+    partitions = _call_partitioner(partitioner, shape, dt) if not reuse or partitioner else None
+    if existing is not None:
+        if not reuse:
+            raise ValueError(f"Partitioned variable with name {name} already exists. Did you mean to set reuse=True "
+                             f"or reuse=tf.AUTO_REUSE in VarScope?")
+        if not shape.is_compatible_with(existing.get_shape()):
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but specified shape {shape} and found "
+                             f"shape {existing.get_shape()}.")
+        if dt != existing.dtype:
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but specified dtype {dt.name} and found "
+                             f"dtype {existing.dtype.name}.")
+        if partitions is not None and existing._get_partitions() != partitions:
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but specified partitions {partitions} "
+                             f"and found partitions {existing._get_partitions()}.")
+        return existing
+    if reuse is True:
+        raise ValueError(f"PartitionedVariable {name} does not exist, or was not created with tf.get_variable(). Did "
+                         f"you mean to set reuse=False or reuse=tf.AUTO_REUSE in VarScope?")
+    axis, count = pv.slice_dim_and_count(partitions, shape)
+    full = shape.as_list()
+    parts = []
+    for i, (offset, part_shape) in enumerate(pv.iter_slices(full, count, axis)):
+        part = f"{name}/part_{i}"
+        init, init_shape = initializer, part_shape
+        if initializer is not None and not callable(initializer):  # a value: this part's slice of it
+            with graph.name_scope(None), graph.name_scope(part + "/PartitionedInitializer/"):
+                init, init_shape = slice_(convert_to_tensor(initializer, dtype=dt), offset, part_shape), None
+        var = _single_variable(part, init_shape, dt, init, regularizer, reuse, trainable, collections,
+                               partition_info=pv.PartitionInfo(full, offset))
+        var._save_slice_info = pv.SaveSliceInfo(name, full, offset, part_shape)
+        parts.append(var)
+    store[name] = pv.PartitionedVariable(name, shape, dt, parts, partitions)
+    return store[name]
+
+
+def create_partitioned_variables(shape, slicing, initializer, dtype=dtypes.float32, trainable=True, collections=None,
+                                 name=None, reuse=None):
+    """The parts of a new partitioned variable split as slicing says (TF1's deprecated form of
+    get_variable with a partitioner): '<name>/part_<i>', name defaulting to 'PartitionedVariable'."""
+    if len(shape) != len(slicing):
+        raise ValueError(f"The 'shape' and 'slicing' of a partitioned Variable must have the length: shape: "
+                         f"{shape}, slicing: {slicing}")
+    if len(shape) < 1:
+        raise ValueError(f"A partitioned Variable must have rank at least 1: shape: {shape}")
+    with variable_scope(name, "PartitionedVariable", reuse=reuse) as scope:
+        return list(_partitioned_variable(scope.name, lambda **unused: list(slicing), shape, dtype, initializer, None,
+                                          scope.reuse, trainable, collections))
 
 
 def variable_store(graph=None):

@@ -249,13 +249,62 @@ def _header_proto():
     return proto.field_varint(1, 1) + proto.field_message(3, version)  # num_shards 1, endianness LITTLE (0)
 
 
+def _slice_extents(tensor_slice_proto):
+    """[(start, length)] of a TensorSliceProto (an extent without a length is the whole dimension: -1)."""
+    out = []
+    for n, _, extent in proto.fields(tensor_slice_proto):
+        if n == 1:
+            fields = {m: proto.signed64(x) for m, _, x in proto.fields(extent)}
+            out.append((fields.get(1, 0), fields.get(2, -1)))
+    return out
+
+
+def _slice_proto(extents):
+    msg = b""
+    for start, length in extents:
+        extent = (proto.field_varint(1, start) if start else b"") + proto.field_varint(2, length)
+        msg += proto.field_message(1, extent)
+    return msg
+
+
+# A slice's data is stored under a key of TF's OrderedCode (core/lib/strings/ordered_code.cc): a
+# 0 (so every slice key sorts before every name), the tensor's name, the rank, then each dimension's
+# start and length as signed numbers.
+
+
+def _num_increasing(n):
+    data = n.to_bytes(8, "big").lstrip(b"\x00")
+    return bytes([len(data)]) + data
+
+
+def _signed_num_increasing(n):
+    x = ~n if n < 0 else n
+    if x < 64:
+        return bytes([(0x80 ^ n) & 0xFF])
+    length = (x.bit_length() + 1 + 6) // 7  # a length-L code holds 7L - 1 value bits after its header
+    header = (0xFF << (8 * length - length)) & ((1 << (8 * length)) - 1)  # L one-bits, then a zero
+    if length > 8:
+        raise ValueError(f"slice offset {n} is out of range")
+    value = n & ((1 << (8 * length)) - 1)
+    return (value ^ header).to_bytes(length, "big")
+
+
+def slice_key(name, extents):
+    """The key of the slice extents [(start, length)] of the tensor name."""
+    escaped = b"".join(b"\x00\xff" if c == 0 else b"\xff\x00" if c == 0xFF else bytes([c]) for c in name.encode("utf-8"))
+    key = _num_increasing(0) + escaped + b"\x00\x01" + _num_increasing(len(extents))
+    for start, length in extents:
+        key += _signed_num_increasing(start) + _signed_num_increasing(length)
+    return key
+
+
 class Entry:
     """A decoded BundleEntryProto."""
-    __slots__ = ("dtype_enum", "shape", "shard_id", "offset", "size", "crc32c", "sliced")
+    __slots__ = ("dtype_enum", "shape", "shard_id", "offset", "size", "crc32c", "slices")
 
     def __init__(self, value, key, filename):
         self.dtype_enum, self.shape, self.shard_id, self.offset, self.size, self.crc32c = 0, [], 0, 0, 0, 0
-        self.sliced = False
+        self.slices = []  # a partitioned variable's: [[(start, length or -1 for all), ...]] per stored slice
         try:
             for number, _, v in proto.fields(value):
                 if number == 1:
@@ -272,7 +321,7 @@ class Entry:
                 elif number == 6:
                     self.crc32c = v
                 elif number == 7:
-                    self.sliced = True
+                    self.slices.append(_slice_extents(v))
         except ValueError as e:
             raise _data_loss(filename, f"entry for key {key} not parseable ({e})") from None
         if any(d < 0 for d in self.shape):
@@ -340,23 +389,48 @@ def remove_stale_temp_files(dirname):
                 pass
 
 
+class Sliced:
+    """A tensor saved in slices (a partitioned variable's parts): its full shape and [(offset, value)]."""
+
+    def __init__(self, full_shape, parts):
+        self.full_shape, self.parts = list(full_shape), parts
+
+
+def _data_entry(name, arr, offset):
+    """(the entry proto, the bytes) of one stored array."""
+    arr = np.asarray(arr)  # (ascontiguousarray would make a scalar 1-d)
+    if arr.dtype.kind in "OSU":
+        raise errors.UnimplementedError(None, None, f"Saving '{name}': pygrad does not write string tensors "
+                                                    f"to checkpoints")
+    data = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+    return _entry_proto(arr.dtype, arr.shape, offset, len(data), proto.masked_crc32c(data)), data
+
+
 def write_bundle(prefix, tensors):
-    """Writes tensors ({name: numpy array}) as the bundle at prefix: temporary files, fsynced, then
-    renamed into place (the data file first, the index last). An OSError becomes TF's error class
-    for its errno (PermissionDeniedError, ResourceExhaustedError, ...) naming the file; the files
-    of an earlier checkpoint at prefix are then left as they were."""
+    """Writes tensors ({name: numpy array, or Sliced}) as the bundle at prefix: temporary files,
+    fsynced, then renamed into place (the data file first, the index last). A Sliced tensor is an
+    entry of its full shape listing its slices, and each slice's data under its slice_key, as TF
+    saves a partitioned variable. An OSError becomes TF's error class for its errno
+    (PermissionDeniedError, ResourceExhaustedError, ...) naming the file; the files of an earlier
+    checkpoint at prefix are then left as they were."""
     dirname = os.path.dirname(prefix)
     chunks, entries, offset = [], [], 0
     for name in sorted(tensors):
-        arr = np.asarray(tensors[name])  # (ascontiguousarray would make a scalar 1-d)
-        if arr.dtype.kind in "OSU":
-            raise errors.UnimplementedError(None, None, f"Saving '{name}': pygrad does not write string tensors "
-                                                        f"to checkpoints")
-        data = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
-        crc = proto.masked_crc32c(data)
-        entries.append((name.encode("utf-8"), _entry_proto(arr.dtype, arr.shape, offset, len(data), crc)))
-        chunks.append(data)
-        offset += len(data)
+        value = tensors[name]
+        stored = [(name.encode("utf-8"), value)]
+        if isinstance(value, Sliced):
+            extents = [[(o, n) for o, n in zip(start, np.shape(part))] for start, part in value.parts]
+            dtype = np.asarray(value.parts[0][1]).dtype
+            entries.append((name.encode("utf-8"), proto.field_varint(1, dtype_enum(dtype)) +
+                            proto.field_message(2, _shape_proto(value.full_shape)) +
+                            b"".join(proto.field_message(7, _slice_proto(e)) for e in extents)))
+            stored = [(slice_key(name, e), part) for e, (_, part) in zip(extents, value.parts)]
+        for key, arr in stored:
+            entry, data = _data_entry(name, arr, offset)
+            entries.append((key, entry))
+            chunks.append(data)
+            offset += len(data)
+    entries.sort(key=lambda item: item[0])
     table = build_table([(b"", _header_proto())] + entries)
     data_tmp, index_tmp = temp_filename(data_filename(prefix)), temp_filename(index_filename(prefix))
     try:
@@ -411,24 +485,41 @@ class BundleReader:
                                                         f"little-endian bundles")
         if self.num_shards < 1 or producer < 0:
             raise _data_loss(self.filename, f"bad header (num_shards {self.num_shards})")
-        self.entries = {}
+        self.entries, self._slice_entries = {}, {}  # {name: Entry}, {slice key: Entry of the slice's data}
         for key, value in items[1:]:
             name = key.decode("utf-8", "replace")
-            self.entries[name] = Entry(value, name, self.filename)
+            (self._slice_entries if key[:1] == b"\x00" else self.entries)[key if key[:1] == b"\x00" else name] = \
+                Entry(value, name, self.filename)
 
     def dtype(self, name):
         return dtype_of_enum(self.entries[name].dtype_enum, name, self.filename)
 
     def get_tensor(self, name):
-        """The tensor stored under name, as a numpy array; NotFoundError if absent, DataLossError
-        if its bytes are missing or fail their checksum."""
+        """The tensor stored under name, as a numpy array (a tensor saved in slices put together);
+        NotFoundError if absent, DataLossError if its bytes are missing or fail their checksum."""
         entry = self.entries.get(name)
         if entry is None:
             raise errors.NotFoundError(None, None, f"Key {name} not found in checkpoint {self.prefix}")
-        if entry.sliced:
-            raise errors.UnimplementedError(None, None, f"Checkpoint {self.filename}: '{name}' is saved in slices "
-                                                        f"(a partitioned variable), which pygrad does not read")
         dtype = self.dtype(name)
+        if not entry.slices:
+            return self._read(entry, name, dtype)
+        out, covered = np.zeros(entry.shape, dtype.np), 0
+        for extents in entry.slices:
+            piece = self._slice_entries.get(slice_key(name, extents))
+            if piece is None:
+                raise _data_loss(self.filename, f"slice {extents} of '{name}' is listed but not stored")
+            index = tuple(slice(0, n) if length < 0 else slice(start, start + length)
+                          for (start, length), n in zip(extents, entry.shape))
+            value = self._read(piece, name, dtype)
+            if value.shape != out[index].shape:
+                raise _data_loss(self.filename, f"slice {extents} of '{name}' holds shape {list(value.shape)}")
+            out[index] = value
+            covered += value.size
+        if covered != out.size:
+            raise _data_loss(self.filename, f"the slices of '{name}' cover {covered} of its {out.size} elements")
+        return out
+
+    def _read(self, entry, name, dtype):
         count = int(np.prod(entry.shape, dtype=np.int64))
         nbytes = count * dtype.np.itemsize
         data_file = data_filename(self.prefix, entry.shard_id, self.num_shards)

@@ -17,6 +17,7 @@ import numpy as np
 from pygrad import errors, meta_graph
 from pygrad.graph_def import NotExportableError
 from pygrad.graph import GraphKeys, Tensor, get_default_graph, prepend_name_scope, unwrap
+from pygrad.ops.partitioned_variables import PartitionedVariable, SaveSliceInfo
 from pygrad.ops.state_ops import Variable
 from pygrad.train import checkpoint_bundle, checkpoint_management, saver_graph
 from pygrad.train.training_util import global_step as _global_step_value
@@ -26,9 +27,15 @@ def _is_variable(v):
     return isinstance(v, Variable) or isinstance(v, Tensor) and v.op.type == "VariableV2"
 
 
+def _slice_info(v):
+    return getattr(v, "_save_slice_info", None)
+
+
 def _names_to_variables(var_list):
-    """{checkpoint key: variable} of a Saver's var_list (a list, a dict of names, or None: every
-    global variable and saveable object)."""
+    """{checkpoint key: variable, or the parts of a partitioned one} of a Saver's var_list (a
+    list, a dict of names, or None: every global variable). As TF's op_list_to_dict: a part (a
+    variable with a save-slice info) is saved under its full variable's name, with the other
+    parts; a PartitionedVariable is its parts."""
     if var_list is None:
         var_list = get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES)
     if isinstance(var_list, dict):
@@ -38,18 +45,33 @@ def _names_to_variables(var_list):
             var_list = [var_list]
         items = []
         for v in var_list:
-            if not _is_variable(v):
+            if isinstance(v, PartitionedVariable):
+                items.append((v.name, list(v)))
+            elif _slice_info(v) is not None:
+                items.append((_slice_info(v).full_name, [v]))
+            elif not _is_variable(v):
                 raise TypeError(f"Variable to save is not a Variable: {v!r}")
-            items.append((v.op.name, v))
+            else:
+                items.append((v.op.name, v))
     out = {}
     for name, v in items:
         if not isinstance(name, str):
             raise TypeError(f"Saver: a var_list key must be a name (str), got {name!r}")
-        if not _is_variable(v):
-            raise TypeError(f"Saver: the value for '{name}' must be a Variable, got {v!r}")
+        if isinstance(v, PartitionedVariable):
+            v = list(v)
+        parts = v if isinstance(v, list) else [v]
+        for p in parts:
+            if not _is_variable(p):
+                raise TypeError(f"Saver: the value for '{name}' must be a Variable, got {p!r}")
+            if isinstance(v, list) and _slice_info(p) is None:
+                raise ValueError(f"Saver: '{name}' lists {p.op.name}, which is not a part of a partitioned variable")
         if name in out:
-            raise ValueError(f"At least two variables have the same name: {name}")
-        out[name] = v
+            if not (isinstance(v, list) and isinstance(out[name], list)):
+                raise ValueError(f"At least two variables have the same name: {name}" if not isinstance(v, list)
+                                 else f"Mixing slices and non-slices with the same name: {name}")
+            out[name] = out[name] + v
+        else:
+            out[name] = v
     return out
 
 
@@ -121,8 +143,9 @@ class Saver:
         if self._is_empty:
             return []
         scope = self._saver_def.restore_op_name.rsplit("/", 1)[0]
-        return saver_graph.saver_nodes(scope, {k: (v.op.name, v.dtype.name) for k, v in self._vars.items()},
-                                       self._filename or "model")
+        return saver_graph.saver_nodes(scope, {k: [(p.op.name, p.dtype.name, _slice_info(p).spec if _slice_info(p)
+                                                     else "") for p in (v if isinstance(v, list) else [v])]
+                                               for k, v in self._vars.items()}, self._filename or "model")
 
     def export_meta_graph(self, filename=None, collection_list=None, as_text=False, export_scope=None,
                           clear_devices=False, clear_extraneous_savers=False, strip_default_attrs=False,
@@ -205,8 +228,14 @@ class Saver:
         if save_path_parent and not os.path.isdir(save_path_parent):
             raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
         names = list(self._vars)
-        values = sess.run([unwrap(self._vars[n]) for n in names])
-        checkpoint_bundle.write_bundle(checkpoint_file, dict(zip(names, values)))
+        values = sess.run([[unwrap(p) for p in v] if isinstance(v, list) else unwrap(v)
+                           for v in (self._vars[n] for n in names)])
+        tensors = {}
+        for name, value in zip(names, values):
+            parts = self._vars[name]
+            tensors[name] = value if not isinstance(parts, list) else checkpoint_bundle.Sliced(
+                _slice_info(parts[0]).full_shape, [(_slice_info(p).var_offset, x) for p, x in zip(parts, value)])
+        checkpoint_bundle.write_bundle(checkpoint_file, tensors)
         if write_state:
             self._record_last_checkpoint(checkpoint_file)
             checkpoint_management.update_checkpoint_state(
@@ -245,17 +274,24 @@ class Saver:
                 raise _restore_error(errors.NotFoundError, f"Key {name} not found in checkpoint",
                                      "a Variable name or other graph key that is missing")
             stored = checkpoint_bundle.dtype_of_enum(entry.dtype_enum, name, reader.filename)
-            if stored != var.dtype:
-                raise _restore_error(errors.InvalidArgumentError,
-                                     f"tensor_name = {name}; expected dtype {var.dtype.name} does not equal "
-                                     f"original dtype {stored.name}",
-                                     "a mismatch between the current graph and the graph")
-            if list(entry.shape) != var.shape.as_list():
-                raise _restore_error(errors.InvalidArgumentError,
-                                     f"Assign requires shapes of both tensors to match. lhs shape= "
-                                     f"{var.shape.as_list()} rhs shape= {list(entry.shape)} (variable {name})",
-                                     "a mismatch between the current graph and the graph")
-            values.append((var, reader.get_tensor(name)))
+            parts = var if isinstance(var, list) else [var]
+            for p in parts:
+                if stored != p.dtype:
+                    raise _restore_error(errors.InvalidArgumentError,
+                                         f"tensor_name = {name}; expected dtype {p.dtype.name} does not equal "
+                                         f"original dtype {stored.name}",
+                                         "a mismatch between the current graph and the graph")
+                full = _slice_info(p).full_shape if isinstance(var, list) else p.shape.as_list()
+                if list(entry.shape) != full:
+                    raise _restore_error(errors.InvalidArgumentError,
+                                         f"Assign requires shapes of both tensors to match. lhs shape= {full} rhs "
+                                         f"shape= {list(entry.shape)} (variable {name})",
+                                         "a mismatch between the current graph and the graph")
+            value = reader.get_tensor(name)
+            for p in parts:
+                info = _slice_info(p) if isinstance(var, list) else None
+                values.append((p, value if info is None else value[tuple(
+                    slice(o, o + n) for o, n in zip(info.var_offset, info.var_shape))]))
         for var, value in values:
             sess.write_variable(var, value)
 
@@ -276,9 +312,15 @@ def _imported_saver(meta, graph, import_scope, variables):
         setattr(saver_def, field, prepend_name_scope(getattr(saver_def, field), import_scope))
     by_op = {v.op.name: v for v in variables.values()}
     var_list = {}
-    for key, node in sorted(saver_graph.restored_variables(meta.graph_def, meta.saver_def).items()):
+    for key, spec, node in sorted(saver_graph.restored_variables(meta.graph_def, meta.saver_def)):
         name = prepend_name_scope(node, import_scope)
-        var_list[key] = by_op[name] if name in by_op else graph.get_tensor_by_name(name + ":0")
+        var = by_op[name] if name in by_op else graph.get_tensor_by_name(name + ":0")
+        if not spec:
+            var_list[key] = var
+            continue
+        if _slice_info(var) is None:  # a part restored by a slice: the slice says which
+            var._save_slice_info = SaveSliceInfo.from_spec(key, spec)
+        var_list.setdefault(key, []).append(var)
     return Saver(var_list=var_list or None, saver_def=saver_def, name=import_scope)
 
 

@@ -58,12 +58,14 @@ def _strings(values):
 
 def saver_nodes(scope, variables, filename="model"):
     """The NodeDefs of TF's save/restore subgraph under scope for variables, a {checkpoint key:
-    (variable op name, pygrad dtype name)} dict."""
+    [(variable op name, pygrad dtype name, slice spec)]} dict: one variable with the spec "", or
+    the parts of a partitioned variable with their slices' specs."""
     from pygrad.tf_protos import AttrValue, NodeDef, TensorProto, TensorShapeProto
     string = AttrValue(type=DATA_TYPE["string"])
     scalar = AttrValue(shape=TensorShapeProto())
-    keys = sorted(variables)
-    dtypes = AttrValue(list=AttrValue.ListValue(type=[DATA_TYPE[variables[k][1]] for k in keys]))
+    saved = [(k, *part) for k in sorted(variables) for part in variables[k]]
+    keys = [k for k, _, _, _ in saved]
+    dtypes = AttrValue(list=AttrValue.ListValue(type=[DATA_TYPE[dtype] for _, _, dtype, _ in saved]))
     filename_value = AttrValue(tensor=TensorProto(dtype=DATA_TYPE["string"], string_val=[filename.encode()],
                                                   tensor_shape=TensorShapeProto()))
     nodes = [NodeDef(name=f"{scope}/filename/input", op="Const", attr={"value": filename_value, "dtype": string}),
@@ -72,12 +74,12 @@ def saver_nodes(scope, variables, filename="model"):
              NodeDef(name=f"{scope}/Const", op="PlaceholderWithDefault", input=[f"{scope}/filename"],
                      attr={"shape": scalar, "dtype": string})]
     for kind, device in (("SaveV2", ""), ("RestoreV2", "/device:CPU:0")):
-        for part, values in (("tensor_names", keys), ("shape_and_slices", [""] * len(keys))):
+        for part, values in (("tensor_names", keys), ("shape_and_slices", [spec for *_, spec in saved])):
             nodes.append(NodeDef(name=f"{scope}/{kind}/{part}", op="Const", device=device,
                                  attr={"value": _strings(values), "dtype": string}))
         inputs = [f"{scope}/Const", f"{scope}/{kind}/tensor_names", f"{scope}/{kind}/shape_and_slices"]
         if kind == "SaveV2":
-            nodes.append(NodeDef(name=f"{scope}/SaveV2", op="SaveV2", input=inputs + [variables[k][0] for k in keys],
+            nodes.append(NodeDef(name=f"{scope}/SaveV2", op="SaveV2", input=inputs + [var for _, var, _, _ in saved],
                                  attr={"dtypes": dtypes}))
             nodes.append(NodeDef(name=f"{scope}/control_dependency", op="Identity",
                                  input=[f"{scope}/Const", f"^{scope}/SaveV2"],
@@ -87,8 +89,7 @@ def saver_nodes(scope, variables, filename="model"):
             nodes.append(NodeDef(name=f"{scope}/RestoreV2", op="RestoreV2", input=inputs, device=device,
                                  attr={"dtypes": dtypes}))
     assigns = []
-    for i, k in enumerate(keys):
-        var, dtype = variables[k]
+    for i, (_, var, dtype, _) in enumerate(saved):
         assigns.append(f"{scope}/Assign" + (f"_{i}" if i else ""))
         nodes.append(NodeDef(name=assigns[-1], op="Assign", input=[var, f"{scope}/RestoreV2" + (f":{i}" if i else "")],
                              attr={"T": AttrValue(type=DATA_TYPE[dtype]), "validate_shape": AttrValue(b=True),
@@ -112,17 +113,20 @@ def saver_scopes(graph_def):
 
 
 def restored_variables(graph_def, saver_def):
-    """{checkpoint key: variable node name} of the saver saver_def describes: each RestoreV2
-    under its scope names the keys it reads (its tensor_names Const), and the Assign of output i
-    writes key i into its variable. ValueError if a restored value goes into anything but an
+    """[(checkpoint key, slice spec, variable node name)] of the saver saver_def describes: each
+    RestoreV2 under its scope names the keys and slices it reads (its tensor_names and
+    shape_and_slices Consts), and the Assign of output i writes key i into its variable. ValueError if a restored value goes into anything but an
     Assign of a variable (a resource variable's AssignVariableOp: pygrad has VariableV2 only)."""
     from pygrad.importer import tensor_value
     scope = _scope(saver_def.restore_op_name)
     nodes = {n.name: n for n in graph_def.node}
-    restores = {n.name: [v.decode() if isinstance(v, bytes) else str(v)
-                         for v in tensor_value(nodes[_node(n.input[1])].attr["value"].tensor).ravel()]
+    def strings(node_name):
+        return [v.decode() if isinstance(v, bytes) else str(v)
+                for v in tensor_value(nodes[_node(node_name)].attr["value"].tensor).ravel()]
+
+    restores = {n.name: list(zip(strings(n.input[1]), strings(n.input[2])))
                 for n in graph_def.node if n.op == "RestoreV2" and _scope(n.name).startswith(scope)}
-    out = {}
+    out = []
     for n in graph_def.node:
         for i, name in enumerate(n.input):
             source, _, index = name.partition(":")
@@ -131,5 +135,5 @@ def restored_variables(graph_def, saver_def):
             if n.op != "Assign" or i != 1:
                 raise ValueError(f"import_meta_graph: the saver's restored value {name} goes into {n.name} ({n.op}); "
                                  f"pygrad restores into VariableV2 variables through Assign only")
-            out[restores[source][int(index or 0)]] = _node(n.input[0])
+            out.append((*restores[source][int(index or 0)], _node(n.input[0])))
     return out

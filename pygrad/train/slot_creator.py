@@ -1,6 +1,7 @@
 """Slot variables (an optimizer's accumulators, a moving average's shadows), named as TensorFlow's
 slot_creator.py names them."""
 from pygrad.ops import state_ops
+from pygrad.ops.partitioned_variables import SaveSliceInfo
 from pygrad.ops.variable_scope import variable_scope
 
 
@@ -9,4 +10,15 @@ def create_slot(primary, initial_value, name):
     '<primary>/<name>' (made unique: '<name>_1', ...) under the current variable scope: inside
     variable_scope('train') the slot of 'w' is 'train/w/<name>'; a name scope alone changes nothing."""
     with variable_scope(None, default_name=f"{primary.op.name}/{name}") as scope:
-        return state_ops.Variable(initial_value, trainable=False, name=scope.name + "/")
+        slot = state_ops.Variable(initial_value, trainable=False, name=scope.name + "/")
+    info = getattr(primary, "_save_slice_info", None)
+    if info is not None:  # the slot of a part is the same part of the whole variable's slot
+        # TF names the whole slot '<full name>/<the slot's name past len(primary's op name) + 1 chars>':
+        # in a variable scope 's' the slot of 's/w/part_0' is 's/s/w/part_0/Adam', so its whole is
+        # 's/w/t_0/Adam' (sic); checkpoints keep that name, and so does pygrad.
+        real_slot_name = slot.op.name[len(primary.op.name + "/"):]
+        n = slot.shape.ndims
+        if n is None or n > 0:
+            slot._save_slice_info = SaveSliceInfo(f"{info.full_name}/{real_slot_name}", info.full_shape[:n],
+                                                  info.var_offset[:n], info.var_shape[:n])
+    return slot
