@@ -120,7 +120,7 @@ def slice_dim_and_count(partitions, shape):
         raise ValueError(f"partitioner returned zero partitions for some axes: {partitions}")
     axes = [i for i, p in enumerate(partitions) if p > 1]
     if len(axes) > 1:
-        raise ValueError(f"Can only slice a variable along one dimension: shape: {shape.as_list()}, partitioning: "
+        raise ValueError(f"Can only slice a variable along one dimension: shape: {shape}, partitioning: "
                          f"{list(partitions)}")
     return (axes[0], partitions[axes[0]]) if axes else (0, 1)
 

@@ -163,7 +163,8 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     kwargs = {"shape": shape, "dtype": dtype, "initializer": initializer, "regularizer": regularizer,
               "reuse": scope.reuse, "trainable": trainable, "collections": collections,
               "caching_device": caching_device,
-              "partitioner": partitioner if partitioner is not None else scope.partitioner, "validate_shape": validate_shape,
+              "partitioner": partitioner if partitioner is not None else scope.partitioner,
+              "validate_shape": validate_shape,
               "use_resource": use_resource, "constraint": constraint, "synchronization": synchronization,
               "aggregation": aggregation}
     if getter is None:

@@ -291,7 +291,8 @@ def _signed_num_increasing(n):
 
 def slice_key(name, extents):
     """The key of the slice extents [(start, length)] of the tensor name."""
-    escaped = b"".join(b"\x00\xff" if c == 0 else b"\xff\x00" if c == 0xFF else bytes([c]) for c in name.encode("utf-8"))
+    escaped = b"".join(b"\x00\xff" if c == 0 else b"\xff\x00" if c == 0xFF else bytes([c])
+                       for c in name.encode("utf-8"))
     key = _num_increasing(0) + escaped + b"\x00\x01" + _num_increasing(len(extents))
     for start, length in extents:
         key += _signed_num_increasing(start) + _signed_num_increasing(length)
@@ -494,29 +495,40 @@ class BundleReader:
     def dtype(self, name):
         return dtype_of_enum(self.entries[name].dtype_enum, name, self.filename)
 
-    def get_tensor(self, name):
-        """The tensor stored under name, as a numpy array (a tensor saved in slices put together);
-        NotFoundError if absent, DataLossError if its bytes are missing or fail their checksum."""
+    def get_tensor(self, name, offset=None, shape=None):
+        """The tensor stored under name, as a numpy array, or its slice at offset of shape (a
+        partitioned variable's part), put together from the slices stored; NotFoundError if
+        absent, DataLossError if its bytes are missing, fail their checksum, or do not cover the
+        slice asked for."""
         entry = self.entries.get(name)
         if entry is None:
             raise errors.NotFoundError(None, None, f"Key {name} not found in checkpoint {self.prefix}")
         dtype = self.dtype(name)
+        offset = [0] * len(entry.shape) if offset is None else list(offset)
+        shape = list(entry.shape) if shape is None else list(shape)
+        want = [(o, o + n) for o, n in zip(offset, shape)]
         if not entry.slices:
-            return self._read(entry, name, dtype)
-        out, covered = np.zeros(entry.shape, dtype.np), 0
+            value = self._read(entry, name, dtype)
+            return value[tuple(slice(lo, hi) for lo, hi in want)]
+        out, covered = np.zeros(shape, dtype.np), 0
         for extents in entry.slices:
+            have = [(0, n) if length < 0 else (start, start + length)
+                    for (start, length), n in zip(extents, entry.shape)]
+            both = [(max(a, c), min(b, d)) for (a, b), (c, d) in zip(have, want)]
+            if any(lo >= hi for lo, hi in both) and shape and min(shape):
+                continue
             piece = self._slice_entries.get(slice_key(name, extents))
             if piece is None:
                 raise _data_loss(self.filename, f"slice {extents} of '{name}' is listed but not stored")
-            index = tuple(slice(0, n) if length < 0 else slice(start, start + length)
-                          for (start, length), n in zip(extents, entry.shape))
             value = self._read(piece, name, dtype)
-            if value.shape != out[index].shape:
+            if list(value.shape) != [hi - lo for lo, hi in have]:
                 raise _data_loss(self.filename, f"slice {extents} of '{name}' holds shape {list(value.shape)}")
-            out[index] = value
-            covered += value.size
+            out[tuple(slice(lo - o, hi - o) for (lo, hi), o in zip(both, offset))] = \
+                value[tuple(slice(lo - h, hi - h) for (lo, hi), (h, _) in zip(both, have))]
+            covered += int(np.prod([hi - lo for lo, hi in both]))
         if covered != out.size:
-            raise _data_loss(self.filename, f"the slices of '{name}' cover {covered} of its {out.size} elements")
+            raise _data_loss(self.filename, f"the slices of '{name}' stored cover {covered} of the {out.size} elements "
+                                            f"asked for (offset {offset}, shape {shape})")
         return out
 
     def _read(self, entry, name, dtype):

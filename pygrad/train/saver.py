@@ -287,11 +287,10 @@ class Saver:
                                          f"Assign requires shapes of both tensors to match. lhs shape= {full} rhs "
                                          f"shape= {list(entry.shape)} (variable {name})",
                                          "a mismatch between the current graph and the graph")
-            value = reader.get_tensor(name)
             for p in parts:
                 info = _slice_info(p) if isinstance(var, list) else None
-                values.append((p, value if info is None else value[tuple(
-                    slice(o, o + n) for o, n in zip(info.var_offset, info.var_shape))]))
+                values.append((p, reader.get_tensor(name) if info is None else
+                               reader.get_tensor(name, info.var_offset, info.var_shape)))
         for var, value in values:
             sess.write_variable(var, value)
 

@@ -115,11 +115,13 @@ def saver_scopes(graph_def):
 def restored_variables(graph_def, saver_def):
     """[(checkpoint key, slice spec, variable node name)] of the saver saver_def describes: each
     RestoreV2 under its scope names the keys and slices it reads (its tensor_names and
-    shape_and_slices Consts), and the Assign of output i writes key i into its variable. ValueError if a restored value goes into anything but an
-    Assign of a variable (a resource variable's AssignVariableOp: pygrad has VariableV2 only)."""
+    shape_and_slices Consts), and the Assign of output i writes key i into its variable.
+    ValueError if a restored value goes into anything but an Assign of a variable (a resource
+    variable's AssignVariableOp: pygrad has VariableV2 only)."""
     from pygrad.importer import tensor_value
     scope = _scope(saver_def.restore_op_name)
     nodes = {n.name: n for n in graph_def.node}
+
     def strings(node_name):
         return [v.decode() if isinstance(v, bytes) else str(v)
                 for v in tensor_value(nodes[_node(node_name)].attr["value"].tensor).ravel()]

@@ -14,8 +14,9 @@ def create_slot(primary, initial_value, name):
     info = getattr(primary, "_save_slice_info", None)
     if info is not None:  # the slot of a part is the same part of the whole variable's slot
         # TF names the whole slot '<full name>/<the slot's name past len(primary's op name) + 1 chars>':
-        # in a variable scope 's' the slot of 's/w/part_0' is 's/s/w/part_0/Adam', so its whole is
-        # 's/w/t_0/Adam' (sic); checkpoints keep that name, and so does pygrad.
+        # in variable scope 'dnn' the slot of 'dnn/hiddenlayer_0/kernel/part_0' is
+        # 'dnn/dnn/hiddenlayer_0/kernel/part_0/Adagrad', so its whole is 'dnn/hiddenlayer_0/kernel/t_0/Adagrad'
+        # (sic); TF's checkpoints hold that name, and so do pygrad's.
         real_slot_name = slot.op.name[len(primary.op.name + "/"):]
         n = slot.shape.ndims
         if n is None or n > 0:
