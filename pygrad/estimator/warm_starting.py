@@ -59,17 +59,20 @@ def warm_start(settings):
     if settings.var_name_to_vocab_info:
         raise NotImplementedError("WarmStartSettings: var_name_to_vocab_info (vocabulary remapping) is not supported")
     in_checkpoint = {name for name, _ in list_variables(settings.ckpt_to_initialize_from)}
-    mapping = {}
+    grouped = {}  # the parts of a partitioned variable go together, under its name (TF's grouped variables)
     for v in _chosen(settings.vars_to_warm_start):
-        name = _name(v)
+        info = getattr(v, "_save_slice_info", None)
+        grouped.setdefault(info.full_name if info else _name(v), []).append(v)
+    mapping = {}
+    for name, vs in grouped.items():
         prev = settings.var_name_to_prev_var_name.get(name, name)
         if prev not in in_checkpoint:
             raise ValueError(f"Tensor {prev} is not found in {settings.ckpt_to_initialize_from} checkpoint")
-        mapping[prev] = v
-    unused = set(settings.var_name_to_prev_var_name) - {_name(v) for v in mapping.values()}
+        mapping[prev] = vs if getattr(vs[0], "_save_slice_info", None) else vs[0]
+    unused = set(settings.var_name_to_prev_var_name) - set(grouped)
     if unused:
         raise ValueError(f"You provided the following variables in var_name_to_prev_var_name that were not used: "
                          f"{sorted(unused)}.  Perhaps you misspelled them?  Here is the list of viable variable "
-                         f"names: {sorted(_name(v) for v in mapping.values())}")
+                         f"names: {sorted(grouped)}")
     if mapping:
         init_from_checkpoint(settings.ckpt_to_initialize_from, mapping)

@@ -14,6 +14,7 @@ from pygrad.ops.init_ops import zeros_initializer
 from pygrad.ops.manip_ops import concat
 from pygrad.ops.math_ops import add_n, matmul
 from pygrad.ops.nn_ops import bias_add
+from pygrad.ops.partitioned_variables import PartitionedVariable
 from pygrad.ops.sparse_embedding import safe_embedding_lookup_sparse
 from pygrad.ops.sparse_ops import sparse_reshape
 from pygrad.ops.variable_scope import get_variable, get_variable_scope, variable_scope
@@ -122,7 +123,7 @@ def linear_model(features, feature_columns, units=1, sparse_combiner="sum", weig
         bias = get_variable("bias_weights", shape=[units], initializer=zeros_initializer(), trainable=trainable,
                             collections=weight_collections)
         if cols_to_vars is not None:
-            cols_to_vars["bias"] = [bias]
+            cols_to_vars["bias"] = list(bias) if isinstance(bias, PartitionedVariable) else [bias]
         return bias_add(no_bias, bias, name="weighted_sum")
 
 

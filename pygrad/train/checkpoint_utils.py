@@ -6,7 +6,9 @@ import os
 from pygrad.graph import get_default_graph
 from pygrad.ops import state_ops
 from pygrad.ops.array_ops import constant
+from pygrad.ops.partitioned_variables import PartitionedVariable
 from pygrad.ops.variable_scope import variable_store
+from pygrad.shapes import as_shape
 from pygrad.train import checkpoint_bundle, checkpoint_management
 
 
@@ -66,9 +68,27 @@ def list_variables(ckpt_dir_or_file):
     return [(name, shapes[name]) for name in sorted(shapes)]
 
 
+def _is_part(store, name):
+    """Whether name is a part of a partitioned variable of store (set through its whole)."""
+    return "/part_" in name and isinstance(store.get(name.rsplit("/part_", 1)[0]), PartitionedVariable)
+
+
 def _set_initializer(var, reader, tensor_name):
-    """Makes var's initializer assign the checkpoint's value of tensor_name."""
-    value = reader.get_tensor(tensor_name)
+    """Makes var's initializer assign the checkpoint's value of tensor_name: for a partitioned
+    variable (or a list of its parts), each part's initializer its slice."""
+    if not isinstance(var, (PartitionedVariable, list, tuple)):
+        return _set_part_initializer(var, reader, tensor_name)
+    parts = list(var)
+    wholes = {p._save_slice_info.full_name for p in parts}
+    if len(wholes) > 1:
+        raise ValueError(f"Slices must all be from the same tensor: {' != '.join(sorted(wholes))}")
+    for p in parts:
+        _set_part_initializer(p, reader, tensor_name, p._save_slice_info)
+
+
+def _set_part_initializer(var, reader, tensor_name, info=None):
+    value = reader.get_tensor(tensor_name) if info is None else \
+        reader._bundle.get_tensor(tensor_name, info.var_offset, info.var_shape)
     stored = reader.get_variable_to_dtype_map()[tensor_name]
     if stored != var.dtype:
         raise ValueError(f"init_from_checkpoint: variable {var.name} has dtype {var.dtype.name}, tensor "
@@ -91,7 +111,7 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
     items = assignment_map.items() if hasattr(assignment_map, "items") else assignment_map
     store = variable_store(get_default_graph())
     for tensor_name, current in sorted(items, key=lambda pair: pair[0]):
-        if isinstance(current, state_ops.Variable):
+        if isinstance(current, (state_ops.Variable, PartitionedVariable, list, tuple)):
             var = current
         elif isinstance(current, str):
             var = store.get(current)
@@ -101,8 +121,10 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
             if tensor_name not in variable_map:
                 raise ValueError(f"Tensor {tensor_name} is not found in {ckpt_dir_or_file} checkpoint "
                                  f"{variable_map}")
-            if not var.shape.is_compatible_with(variable_map[tensor_name]):
-                raise ValueError(f"Shape of variable {var.name} ({var.shape}) doesn't match with shape of tensor "
+            shape = var[0]._save_slice_info.full_shape if isinstance(var, (list, tuple)) else var.shape
+            if not as_shape(shape).is_compatible_with(variable_map[tensor_name]):
+                raise ValueError(f"Shape of variable {getattr(var, 'name', tensor_name)} ({shape}) doesn't match with "
+                                 f"shape of tensor "
                                  f"{tensor_name} ({variable_map[tensor_name]}) from checkpoint reader.")
             _set_initializer(var, reader, tensor_name)
             continue
@@ -110,7 +132,8 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
         if not tensor_name.endswith("/"):
             raise ValueError(f"Assignment map with scope only name {scopes} should map to scope only "
                              f"{tensor_name}. Should be 'scope/': 'other_scope/'.")
-        for var_name in sorted(n for n in store if not scopes or n.startswith(scopes + "/")):
+        for var_name in sorted(n for n in store if (not scopes or n.startswith(scopes + "/")) and
+                               not _is_part(store, n)):
             full = var_name[len(scopes):]
             if current != "/":
                 full = full[1:]

@@ -12,6 +12,7 @@ from pygrad.graph import GraphKeys, get_default_graph
 from pygrad.layers.core import Dense
 from pygrad.ops import math_ops
 from pygrad.ops.init_ops import glorot_uniform_initializer
+from pygrad.ops.partitioned_variables import min_max_variable_partitioner
 from pygrad.ops.random_ops import dropout as _dropout
 from pygrad.ops.reduction_ops import reduce_mean
 from pygrad.ops.state_ops import assign_add, group
@@ -67,10 +68,10 @@ def _linear_logits(features, columns, units, sparse_combiner):
     return logits
 
 
-def _dnn_logits(features, columns, hidden_units, units, activation_fn, dropout, mode):
+def _dnn_logits(features, columns, hidden_units, units, activation_fn, dropout, mode, input_layer_partitioner):
     """TF's _DNNModel: input_from_feature_columns/input_layer, hiddenlayer_<i>, logits (glorot
     uniform kernels, zero biases), dropout in training."""
-    with variable_scope("input_from_feature_columns"):
+    with variable_scope("input_from_feature_columns", partitioner=input_layer_partitioner):
         net = feature_column.input_layer(features, columns)
     for i, n in enumerate(hidden_units):
         net = Dense(n, activation=activation_fn, kernel_initializer=glorot_uniform_initializer(),
@@ -85,25 +86,25 @@ def _dnn_logits(features, columns, hidden_units, units, activation_fn, dropout, 
     return logits
 
 
-def _combined_model_fn(features, labels, mode, head, linear_columns, linear_optimizer, dnn_columns, dnn_optimizer,
-                       hidden_units, activation_fn, dropout, sparse_combiner, linear_lr, dnn_lr):
+def _partitioner(config, min_slice_size=256 << 10):
+    """TF's default partitioner of a canned model's variables: as many parts as the cluster has ps
+    tasks (one part, on one machine)."""
+    return min_max_variable_partitioner(max_partitions=config.num_ps_replicas if config else 0,
+                                        min_slice_size=min_slice_size)
+
+
+def _combined_model_fn(features, labels, mode, head, config, linear_columns=None, linear_optimizer=None,
+                       dnn_columns=None, dnn_optimizer=None, hidden_units=None, activation_fn=None, dropout=None,
+                       sparse_combiner="sum", linear_lr=None, dnn_lr=None, linear_partitioner=None,
+                       input_layer_partitioner=None, alone=False):
+    """The logits of the linear part (scope linear/) and of the DNN part (dnn/), summed, each part
+    trained by its optimizer. alone: a LinearClassifier's or DNNClassifier's model, whose spec (and
+    so its optimizer's slots) TF builds inside the part's variable scope."""
     _check_features(features)
     if not linear_columns and not dnn_columns:
         raise ValueError("Either linear_feature_columns or dnn_feature_columns must be defined.")
+    input_layer_partitioner = input_layer_partitioner or _partitioner(config, 64 << 20)
     parts = []
-    if dnn_columns:
-        if not hidden_units:
-            raise ValueError("dnn_hidden_units must be defined when dnn_feature_columns is specified.")
-        dnn_opt = get_optimizer_instance(dnn_optimizer, learning_rate=dnn_lr)
-        with variable_scope("dnn") as scope:
-            dnn = _dnn_logits(features, dnn_columns, hidden_units, head.logits_dimension, activation_fn, dropout, mode)
-        parts.append((dnn, dnn_opt, scope.name))
-    if linear_columns:
-        lin_opt = get_optimizer_instance(linear_optimizer, learning_rate=linear_lr(len(linear_columns)))
-        with variable_scope("linear") as scope:
-            lin = _linear_logits(features, linear_columns, head.logits_dimension, sparse_combiner)
-        parts.append((lin, lin_opt, scope.name))
-    logits = parts[0][0] if len(parts) == 1 else parts[0][0] + parts[1][0]
     graph = get_default_graph()
 
     def train_op_fn(loss):
@@ -112,8 +113,29 @@ def _combined_model_fn(features, labels, mode, head, linear_columns, linear_opti
                for _, opt, name in parts]
         with graph.control_dependencies([group(*ops)]):
             return assign_add(get_global_step(), 1).op
-    return head.create_estimator_spec(features=features, mode=mode, labels=labels, train_op_fn=train_op_fn,
-                                      logits=logits)
+
+    def spec(logits):
+        return head.create_estimator_spec(features=features, mode=mode, labels=labels, train_op_fn=train_op_fn,
+                                          logits=logits)
+
+    if dnn_columns:
+        if not hidden_units:
+            raise ValueError("dnn_hidden_units must be defined when dnn_feature_columns is specified.")
+        dnn_opt = get_optimizer_instance(dnn_optimizer, learning_rate=dnn_lr)
+        with variable_scope("dnn", partitioner=_partitioner(config)) as scope:
+            dnn = _dnn_logits(features, dnn_columns, hidden_units, head.logits_dimension, activation_fn, dropout, mode,
+                              input_layer_partitioner)
+            parts.append((dnn, dnn_opt, scope.name))
+            if alone:
+                return spec(dnn)
+    if linear_columns:
+        lin_opt = get_optimizer_instance(linear_optimizer, learning_rate=linear_lr(len(linear_columns)))
+        with variable_scope("linear", partitioner=linear_partitioner or input_layer_partitioner) as scope:
+            lin = _linear_logits(features, linear_columns, head.logits_dimension, sparse_combiner)
+            parts.append((lin, lin_opt, scope.name))
+            if alone:
+                return spec(lin)
+    return spec(parts[0][0] if len(parts) == 1 else parts[0][0] + parts[1][0])
 
 
 def _check_columns(columns, what):
@@ -133,17 +155,19 @@ class _Canned(Estimator):
         super().__init__(wrapped, model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
-def _linear_fn(columns, optimizer, sparse_combiner):
+def _linear_fn(columns, optimizer, sparse_combiner, partitioner):
     def model_fn(features, labels, mode, head, config):
-        return _combined_model_fn(features, labels, mode, head, columns, optimizer, None, None, None, None, None,
-                                  sparse_combiner, lambda n: 0.2, None)
+        return _combined_model_fn(features, labels, mode, head, config, linear_columns=columns,
+                                  linear_optimizer=optimizer, sparse_combiner=sparse_combiner,
+                                  linear_lr=lambda n: 0.2, linear_partitioner=partitioner, alone=True)
     return model_fn
 
 
-def _dnn_fn(hidden_units, columns, optimizer, activation_fn, dropout):
+def _dnn_fn(hidden_units, columns, optimizer, activation_fn, dropout, input_layer_partitioner):
     def model_fn(features, labels, mode, head, config):
-        return _combined_model_fn(features, labels, mode, head, None, None, columns, optimizer, hidden_units,
-                                  activation_fn, dropout, "sum", None, 0.05)
+        return _combined_model_fn(features, labels, mode, head, config, dnn_columns=columns, dnn_optimizer=optimizer,
+                                  hidden_units=hidden_units, activation_fn=activation_fn, dropout=dropout,
+                                  dnn_lr=0.05, input_layer_partitioner=input_layer_partitioner, alone=True)
     return model_fn
 
 
@@ -153,7 +177,7 @@ class LinearClassifier(_Canned):
                  loss_reduction=losses.Reduction.SUM, sparse_combiner="sum"):
         head = classification_head(n_classes, weight_column, label_vocabulary, loss_reduction)
         super().__init__(head, _linear_fn(_check_columns(feature_columns, "feature_columns"), optimizer,
-                                          sparse_combiner), model_dir, config, warm_start_from)
+                                          sparse_combiner, partitioner), model_dir, config, warm_start_from)
 
 
 class LinearRegressor(_Canned):
@@ -162,7 +186,7 @@ class LinearRegressor(_Canned):
                  sparse_combiner="sum"):
         head = RegressionHead(weight_column, label_dimension, loss_reduction)
         super().__init__(head, _linear_fn(_check_columns(feature_columns, "feature_columns"), optimizer,
-                                          sparse_combiner), model_dir, config, warm_start_from)
+                                          sparse_combiner, partitioner), model_dir, config, warm_start_from)
 
 
 class DNNClassifier(_Canned):
@@ -174,7 +198,8 @@ class DNNClassifier(_Canned):
             raise NotImplementedError("DNNClassifier(batch_norm=True) is not supported")
         head = classification_head(n_classes, weight_column, label_vocabulary, loss_reduction)
         super().__init__(head, _dnn_fn(hidden_units, _check_columns(feature_columns, "feature_columns"), optimizer,
-                                       activation_fn, dropout), model_dir, config, warm_start_from)
+                                       activation_fn, dropout, input_layer_partitioner), model_dir, config,
+                         warm_start_from)
 
 
 class DNNRegressor(_Canned):
@@ -185,7 +210,8 @@ class DNNRegressor(_Canned):
             raise NotImplementedError("DNNRegressor(batch_norm=True) is not supported")
         head = RegressionHead(weight_column, label_dimension, loss_reduction)
         super().__init__(head, _dnn_fn(hidden_units, _check_columns(feature_columns, "feature_columns"), optimizer,
-                                       activation_fn, dropout), model_dir, config, warm_start_from)
+                                       activation_fn, dropout, input_layer_partitioner), model_dir, config,
+                         warm_start_from)
 
 
 def _baseline_fn(optimizer, weight_column):
@@ -232,16 +258,19 @@ def _linear_learning_rate(n):
 class _Combined(_Canned):
     def __init__(self, head, linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
                  dnn_hidden_units, dnn_activation_fn, dnn_dropout, linear_sparse_combiner, model_dir, config,
-                 warm_start_from):
+                 warm_start_from, input_layer_partitioner):
         linear = _check_columns(linear_feature_columns, "linear_feature_columns")
         dnn = _check_columns(dnn_feature_columns, "dnn_feature_columns")
         if not linear and not dnn:
             raise ValueError("Either linear_feature_columns or dnn_feature_columns must be defined.")
 
         def model_fn(features, labels, mode, head, config):
-            return _combined_model_fn(features, labels, mode, head, linear, linear_optimizer, dnn, dnn_optimizer,
-                                      dnn_hidden_units, dnn_activation_fn, dnn_dropout, linear_sparse_combiner,
-                                      _linear_learning_rate, 0.001)
+            return _combined_model_fn(features, labels, mode, head, config, linear_columns=linear,
+                                      linear_optimizer=linear_optimizer, dnn_columns=dnn, dnn_optimizer=dnn_optimizer,
+                                      hidden_units=dnn_hidden_units, activation_fn=dnn_activation_fn,
+                                      dropout=dnn_dropout, sparse_combiner=linear_sparse_combiner,
+                                      linear_lr=_linear_learning_rate, dnn_lr=0.001,
+                                      input_layer_partitioner=input_layer_partitioner)
         super().__init__(head, model_fn, model_dir, config, warm_start_from)
 
 
@@ -254,7 +283,7 @@ class DNNLinearCombinedClassifier(_Combined):
         head = classification_head(n_classes, weight_column, label_vocabulary, loss_reduction)
         super().__init__(head, linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
                          dnn_hidden_units, dnn_activation_fn, dnn_dropout, linear_sparse_combiner, model_dir, config,
-                         warm_start_from)
+                         warm_start_from, input_layer_partitioner)
 
 
 class DNNLinearCombinedRegressor(_Combined):
@@ -266,4 +295,4 @@ class DNNLinearCombinedRegressor(_Combined):
         head = RegressionHead(weight_column, label_dimension, loss_reduction)
         super().__init__(head, linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
                          dnn_hidden_units, dnn_activation_fn, dnn_dropout, linear_sparse_combiner, model_dir, config,
-                         warm_start_from)
+                         warm_start_from, input_layer_partitioner)
