@@ -310,6 +310,17 @@ def _update(metric, and_value=False):
         return (s.run(update), s.run(value)) if and_value else s.run(update)
 
 
+def _partitioned():
+    v = tf.get_variable("pv", [5, 2], partitioner=tf.fixed_size_partitioner(2))
+    with tf.variable_scope("", reuse=True):
+        again = tf.get_variable("pv")
+    return ([p.shape.as_list() for p in v] == [[3, 2], [2, 2]] and again is v and
+            isinstance(v, tf.PartitionedVariable) and run(tf.reduce_sum(v.as_tensor())) != 0 and
+            tf.min_max_variable_partitioner(4, min_slice_size=8)(tf.TensorShape([6, 2]), tf.float32) == [4, 1] and
+            tf.variable_axis_size_partitioner(16)(tf.TensorShape([6, 2]), tf.float32) == [3, 1] and
+            len(tf.create_partitioned_variables([4], [2], tf.zeros_initializer())) == 2)
+
+
 PROBES = {
     # tf.metrics
     "estimator.DNNLinearCombinedClassifier + inputs.numpy_input_fn (train, evaluate)": lambda: _canned(
@@ -334,6 +345,8 @@ PROBES = {
     "confusion_matrix / div_no_nan / Assert / assert_less": lambda: run(tf.confusion_matrix(
         [0, 1], [1, 1], 2)).tolist() == [[0, 1], [0, 1]] and run(tf.div_no_nan(1.0, 0.0)) == 0.0 and
     run(tf.assert_less(tf.constant(1), 2)) is None and isinstance(tf.Assert(True, ["ok"]), tf.Operation),
+    "fixed_size_partitioner / min_max_variable_partitioner / variable_axis_size_partitioner / "
+    "create_partitioned_variables / PartitionedVariable": _partitioned,
     # tf.layers
     "layers.dense": _dense,
     "layers.conv2d": _conv2d,
