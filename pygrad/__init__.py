@@ -37,7 +37,7 @@ _native_library_defaults()
 import scipy_openblas32 as _openblas  # noqa: E402,F401  (loads the BLAS the extension links to)
 
 from pygrad import _C  # noqa: E402
-from pygrad import errors, nn, train  # noqa: F401
+from pygrad import errors, nn, test, train  # noqa: F401
 from pygrad.dtypes import (DType, as_dtype, bool_ as bool, double, float16, float32, float64, half, int8,  # noqa: A001
                            int16, int32, int64, string, uint8, uint16)
 from pygrad.gradients import AggregationMethod, UnconnectedGradients, gradients
@@ -197,7 +197,7 @@ from pygrad.ops.sequence_ops import (lin_space, linspace, pad, placeholder_with_
                                      reverse, reverse_sequence, reverse_v2, sequence_mask)
 from pygrad.ops.cumulative_ops import (count_nonzero, cumprod, cumsum, is_finite, is_inf, is_nan,  # noqa: E402
                                        reduce_logsumexp)
-from pygrad.ops.linalg_ops import einsum, matrix_determinant, matrix_inverse, tensordot  # noqa: E402
+from pygrad.ops.linalg_ops import einsum, matrix_determinant, matrix_inverse, norm, tensordot  # noqa: E402
 from pygrad.ops.scatter_ops import (boolean_mask, gather_nd, scatter_add, scatter_nd, scatter_sub,  # noqa: E402
                                     scatter_update, segment_sum, unique, unsorted_segment_sum)
 from pygrad.ops.random_ops import multinomial, random_shuffle  # noqa: E402

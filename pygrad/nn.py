@@ -9,7 +9,8 @@ from pygrad.ops.depthwise_ops import depthwise_conv2d, depthwise_conv2d_native, 
 from pygrad.ops.embedding_ops import embedding_lookup  # noqa: F401
 from pygrad.ops.sparse_embedding import embedding_lookup_sparse, safe_embedding_lookup_sparse  # noqa: F401
 from pygrad.ops.math_ops import relu, sigmoid, tanh  # noqa: F401
-from pygrad.ops.nn_impl import batch_normalization, fused_batch_norm, moments  # noqa: F401
+from pygrad.ops.nn_impl import (batch_normalization, fused_batch_norm, local_response_normalization, lrn,  # noqa: F401
+                                moments, xw_plus_b, zero_fraction)
 from pygrad.ops.nn_ops import (bias_add, l2_loss, log_softmax, softmax, softmax_cross_entropy_with_logits,  # noqa: F401
                                softmax_cross_entropy_with_logits_v2, sparse_softmax_cross_entropy_with_logits)
 from pygrad.ops.random_ops import dropout  # noqa: F401

@@ -16,6 +16,23 @@ from pygrad.registry import MAX_RANK
 from pygrad.session_store import SessionStore
 
 
+
+def _whole_numbers(t, arr, want):
+    """A float feed of an integer tensor, converted as TF's np.asarray(value, dtype) (a replay
+    memory of actions stored as floats) when every value is a whole number the dtype holds; TF
+    would truncate or wrap any other value, so that is an error naming the first one."""
+    info = np.iinfo(want)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(arr) | (arr != np.trunc(arr)) | (arr < info.min) | (arr >= float(info.max) + 1)
+    if bad.any():
+        index = [int(i) for i in np.argwhere(bad)[0]]
+        raise TypeError(errors.op_message(
+            t.op.type, t.op.name, f"cannot feed {arr.dtype} values to a tensor of dtype {t.dtype.name}: the value "
+                                  f"{arr[tuple(index)].item()!r}" + (f" at index {index}" if index else "") +
+                                  f" is not a whole number in the range of {t.dtype.name} (a conversion would change "
+                                  f"it); round the values, or feed an array of {t.dtype.name}", t.op.site))
+    return arr.astype(want, order="C")
+
 class _Fetches:
     """Flattens a fetch structure to graph elements and rebuilds the same structure from values."""
 
@@ -276,6 +293,8 @@ class BaseSession:
                 dtypes.scalar_fits(value, want):
             return np.array(value, want)  # a Python number (the common feed of a scalar placeholder)
         arr = np.asarray(value)
+        if arr.dtype.kind == "f" and want.kind in "iu":
+            return _whole_numbers(t, arr, want)
         if arr.dtype != want and not np.can_cast(arr.dtype, want, casting="same_kind") and \
                 not (arr.dtype.kind in "iub" and want.kind in "iu"):
             raise TypeError(errors.op_message(

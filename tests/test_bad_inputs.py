@@ -385,7 +385,8 @@ CASES = [
          TypeError, "Placeholder 'x'", r"feed value 1e\+300 .* not compatible with Tensor type float32"),
     Case("feed_floats_into_int32",  # TF: no error, truncates to [1, 2]
          _feed_placeholder_line(tf.int32, [2], np.array([1.5, 2.0])),
-         TypeError, "Placeholder 'x'", r"dtype float64 to a tensor of dtype int32"),
+         TypeError, "Placeholder 'x'", r"float64 values to a tensor of dtype int32: the value 1.5 at index \[0\] is "
+                                        r"not a whole number"),
 
     # ------------------------------------------------------------ shapes and values found at run time
     Case("matmul_fed_inner_dims",

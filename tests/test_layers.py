@@ -23,7 +23,7 @@ LAYERS = [
     ("api", ["pygrad.train", "pygrad.train.*", "pygrad.nn", "pygrad.platform", "pygrad.platform.*", "pygrad.layers", "pygrad.layers.*", "pygrad.losses", "pygrad.metrics", "pygrad.metrics.*", "pygrad.estimator", "pygrad.estimator.*",
              "pygrad.summary", "pygrad.summary.*", "pygrad.data", "pygrad.data.*", "pygrad.compat",
              "pygrad.contrib", "pygrad.contrib.*", "pygrad.rnn", "pygrad.rnn.*", "pygrad.linalg", "pygrad.math", "pygrad.strings", "pygrad.lookup", "pygrad.image",
-             "pygrad.random", "pygrad.importer", "pygrad.import_ops", "pygrad.import_control_flow", "pygrad.examples",
+             "pygrad.random", "pygrad.test", "pygrad.importer", "pygrad.import_ops", "pygrad.import_control_flow", "pygrad.examples",
              "pygrad.examples.*", "pygrad.meta_graph", "pygrad.graph_util", "pygrad.saved_model",
              "pygrad.saved_model.*", "pygrad.feature_column", "pygrad.feature_column.*"]),
     ("surface", ["pygrad"]),

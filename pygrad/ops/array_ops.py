@@ -6,7 +6,7 @@ import numpy as np
 from pygrad import dtypes
 from pygrad.graph import Tensor, TensorLike, build_error, unwrap
 from pygrad.ops.shape_exprs import has_refs, resolve, shape_expr
-from pygrad.registry import ALIAS, CONST, FEED, SHAPE_ONLY_AFTER_FIRST, VALUE, OpDef, Spec, fail
+from pygrad.registry import ALIAS, CONST, FEED, SHAPE_ONLY_AFTER_FIRST, VALUE, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape, as_shape
 
 # ---------------------------------------------------------------- conversion
@@ -71,9 +71,21 @@ def _out_of_range(arr, np_dtype, value):
     return f"{shown} does not fit {info.dtype.name} (range [{info.min}, {info.max}])"
 
 
+# A list or tuple holding tensors converts by stacking them (TF's autopacking); manip_ops, which
+# defines the stack op, registers the function that does it: autopack(values, name) -> Tensor.
+autopack = None
+
+
+def holds_tensor(value):
+    return isinstance(value, (list, tuple)) and any(isinstance(v, TensorLike) or holds_tensor(v) for v in value)
+
+
 def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_hint=None):
-    """A Tensor for value: Tensors and Variables pass through (dtype checked), others become constants."""
+    """A Tensor for value: Tensors and Variables pass through (dtype checked), a list holding
+    tensors is stacked, others become constants."""
     value = unwrap(value)
+    if autopack is not None and holds_tensor(value):
+        value = autopack(value, name)
     if isinstance(value, Tensor):
         if dtype is not None and dtypes.as_dtype(dtype) != value.dtype:
             raise TypeError(f"Tensor conversion requested dtype {dtypes.as_dtype(dtype).name} for Tensor with dtype "
@@ -512,6 +524,8 @@ Cast = OpDef("Cast", kernel="cast")
 
 @Cast.shape
 def _(x, *, DstT):
+    if (x.dtype == dtypes.string) != (DstT == dtypes.string):  # TF: "Cast string to float is not supported"
+        fail_dtype(f"Cast {x.dtype.name} to {DstT.name} is not supported (tf.strings.to_number, tf.as_string convert)")
     return Spec(DstT, x.shape)
 
 

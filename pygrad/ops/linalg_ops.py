@@ -1,11 +1,11 @@
 """Linear algebra: matrix_inverse and matrix_determinant (LU kernels in csrc/kernels/linalg.cc),
-and tensordot and einsum, built as TF builds them from transpose, reshape, matmul and reductions."""
+and tensordot, einsum and norm, built as TF builds them from transpose, reshape, matmul and reductions."""
 import numpy as np
 
-from pygrad.graph import build_error
-from pygrad.ops.array_ops import constant, convert_to_tensor, expand_dims, reshape, static_ints, transpose
-from pygrad.ops.math_ops import FLOATS, check_dtype, matmul, multiply
-from pygrad.ops.reduction_ops import reduce_sum
+from pygrad.graph import build_error, get_default_graph
+from pygrad.ops.array_ops import constant, convert_to_tensor, expand_dims, reshape, squeeze, static_ints, transpose
+from pygrad.ops.math_ops import FLOATS, abs as math_abs, check_dtype, matmul, multiply, pow as pow_, sqrt
+from pygrad.ops.reduction_ops import reduce_max, reduce_sum
 from pygrad.registry import OpDef, Spec, fail
 from pygrad.shapes import TensorShape
 
@@ -282,3 +282,45 @@ def _to_output(y, labels, out, name):
     if perm != list(range(len(perm))):
         return transpose(y, perm, name=name or "Einsum")
     return y
+
+
+def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims=None):  # noqa: A002
+    """The vector norm of tensor over axis (None: all of it), or its matrix norm over a pair of
+    axes, as tf.norm composes it: 'euclidean'/2 (or 'fro' for matrices) the root of the sum of
+    squares, 1 and inf the sum / max of magnitudes (for matrices the largest column / row sum), and
+    any other p > 0 (vectors) the p-th root of the sum of p-th powers. The matrix 2-norm (the
+    largest singular value) needs an SVD, which pygrad lacks: refused."""
+    keepdims = bool(keepdims if keepdims is not None else keep_dims)
+    matrix = isinstance(axis, (tuple, list)) and len(axis) == 2
+    if matrix:
+        axis = tuple(axis)
+        if not all(isinstance(a, int) for a in axis) or axis[0] == axis[1]:
+            raise ValueError(f"'axis' must be None, an integer, or a tuple of 2 unique integers, got {axis}")
+        if ord not in ("euclidean", "fro", 1, 2, np.inf):
+            raise ValueError(f"'ord' must be a supported matrix norm in ['euclidean', 'fro', 1, 2, inf], got {ord}")
+        if ord == 2:
+            raise NotImplementedError("tf.norm(ord=2) over a pair of axes is the largest singular value, and pygrad "
+                                      "has no SVD; use ord='fro', 1 or inf")
+    else:
+        if not (isinstance(axis, int) or axis is None):
+            raise ValueError(f"'axis' must be None, an integer, or a tuple of 2 unique integers, got {axis}")
+        if ord not in ("euclidean", 1, 2, np.inf) and (isinstance(ord, str) or not np.isreal(ord) or ord <= 0):
+            raise ValueError(f"'ord' must be a supported vector norm, got {ord}")
+        axis = None if axis is None else (axis,)
+    with get_default_graph().name_scope(name or "norm"):
+        x = convert_to_tensor(tensor)
+        if ord in ("fro", "euclidean", 2, 2.0):
+            result = sqrt(reduce_sum(x * x, axis, keepdims=True))
+        else:
+            result = math_abs(x)
+            if ord == 1:
+                result = reduce_sum(result, None if axis is None else axis[0], keepdims=True)
+                if matrix:
+                    result = reduce_max(result, axis[-1], keepdims=True)
+            elif ord == np.inf:
+                if matrix:
+                    result = reduce_sum(result, axis[1], keepdims=True)
+                result = reduce_max(result, None if axis is None else axis[0], keepdims=True)
+            else:
+                result = pow_(reduce_sum(pow_(result, ord), axis, keepdims=True), 1.0 / ord)
+        return result if keepdims else squeeze(result, axis)

@@ -8,6 +8,7 @@ import numpy as np
 
 from pygrad import dtypes
 from pygrad.graph import Tensor, TensorLike
+from pygrad.ops import array_ops
 from pygrad.ops.array_ops import (constant, convert_n_same_dtype, convert_to_tensor, identity, reshape, shape,
                                   static_int, static_ints, static_value, zeros_like)
 from pygrad.ops.dynamic_shape_ops import where_true
@@ -271,6 +272,14 @@ def stack(values, axis=0, name="stack"):
     if not any(isinstance(v, TensorLike) for v in values):
         return constant(np.stack([static_value(v, 'values', Pack, name) for v in values], axis=axis), name=name)
     return Pack(*convert_n_same_dtype(values, "Pack"), axis=axis, name=name)
+
+
+def _autopack(values, name=None):
+    """A list of tensors, numbers and such lists as one tensor, stacked (TF's autopacking)."""
+    return stack([_autopack(v) if array_ops.holds_tensor(v) else v for v in values], name=name or "packed")
+
+
+array_ops.autopack = _autopack
 
 
 def unstack(value, num=None, axis=0, name="unstack"):

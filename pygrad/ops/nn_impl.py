@@ -1,15 +1,19 @@
 """Batch statistics and batch normalization (tf.nn.moments, batch_normalization, fused_batch_norm),
-built from existing ops as TensorFlow's nn_impl.py builds them, so their gradients are those ops'.
+xw_plus_b, zero_fraction and local response normalization, built from existing ops as
+TensorFlow's nn_impl.py builds them, so their gradients are those ops'.
 
 fused_batch_norm is one op in TF with its own gradient kernel; here it is the same arithmetic
 (mean and biased variance over every axis but the channels, then x * inv + (offset - mean * inv)),
 so its values and gradients agree with TF's to rounding. As TF's, its gradient flows to x, scale
 and offset only: mean and variance fed to inference, and the batch statistics it returns, get none.
 """
+import numpy as np
+
 from pygrad import dtypes
 from pygrad.graph import build_error, get_default_graph
 from pygrad.ops import math_ops
-from pygrad.ops.array_ops import cast, convert_to_tensor, reshape, size, squeeze, stop_gradient
+from pygrad.ops.array_ops import cast, convert_to_tensor, reshape, shape as shape_of, size, squeeze, stop_gradient
+from pygrad.ops.nn_ops import bias_add
 from pygrad.ops.reduction_ops import reduce_mean
 
 # TF raises epsilon to this minimum in fused_batch_norm (a cuDNN requirement it applies on every device).
@@ -104,3 +108,38 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001, 
         if x.dtype != stat_dtype:
             y = cast(y, x.dtype)
         return y, out_mean, out_var
+
+
+def xw_plus_b(x, weights, biases, name=None):
+    """matmul(x, weights) + biases (tf.nn.xw_plus_b)."""
+    with get_default_graph().name_scope(name or "xw_plus_b") as scope:
+        return bias_add(math_ops.matmul(x, weights), biases, name=scope)
+
+
+def zero_fraction(value, name=None):
+    """The fraction of value's elements that are zero, as float32 (tf.nn.zero_fraction)."""
+    with get_default_graph().name_scope(name or "zero_fraction"):
+        value = convert_to_tensor(value, name="value")
+        zero = cast(0, value.dtype) if value.dtype != dtypes.bool_ else False
+        return reduce_mean(cast(math_ops.equal(value, zero), dtypes.float32), name="fraction")
+
+
+def local_response_normalization(input, depth_radius=5, bias=1.0, alpha=1.0, beta=0.5, name=None):  # noqa: A002
+    """input / (bias + alpha * sum of the squares of the channels within depth_radius) ** beta,
+    over the last axis of a 4-D input (tf.nn.lrn). TF's LRN kernel, composed: the window sum is a
+    product with a banded 0/1 matrix, so the gradient is that of the composition (TF's LRNGrad)."""
+    with get_default_graph().name_scope(name or "LRN"):
+        x = convert_to_tensor(input, name="input")
+        if x.shape.ndims not in (None, 4) or x.dtype not in (dtypes.float32, dtypes.float64):
+            raise build_error("LRN", name, f"input must be a 4-D float32 or float64 tensor, got {x.dtype.name} "
+                              f"{x.shape}", ValueError)
+        channels = x.shape.dims[-1] if x.shape.ndims == 4 else None
+        if channels is None:
+            raise build_error("LRN", name, f"the number of channels (last dimension) must be known, got {x.shape}")
+        band = (np.abs(np.subtract.outer(np.arange(channels), np.arange(channels))) <= depth_radius)
+        sums = reshape(math_ops.matmul(reshape(math_ops.square(x), [-1, channels]), band.astype(x.dtype.np)),
+                       shape_of(x))
+        return math_ops.multiply(x, math_ops.pow(bias + alpha * sums, -beta), name="LRN")
+
+
+lrn = local_response_normalization

@@ -1,7 +1,9 @@
 """Softmax, log-softmax and the fused cross-entropies (tf.nn.*), with their gradients."""
 from pygrad import dtypes
-from pygrad.graph import build_error
-from pygrad.ops.array_ops import convert_to_tensor, expand_dims, reshape, stop_gradient, transpose
+from pygrad.graph import TensorLike, build_error
+from pygrad.ops.array_ops import (cast, convert_to_tensor, expand_dims, reshape, shape as shape_of, stop_gradient,
+                                  transpose)
+from pygrad.ops.manip_ops import stack
 from pygrad.ops.math_ops import FLOATS, check_dtype
 from pygrad.ops.reduction_ops import reduce_sum
 from pygrad.ops import math_ops
@@ -183,11 +185,14 @@ def _as_matrix(logits, labels, sparse, opdef, name):
     if n == 0:
         raise opdef.error(f"logits must have rank >= 1, got shape {logits.shape}", name)
     dims = logits.shape.as_list()
-    if any(d is None for d in dims[1:]):
-        raise opdef.error(f"logits of rank {n} need known dimensions after the first, got {logits.shape}", name)
-    flat_logits = reshape(logits, [-1, dims[-1]])
-    flat_labels = reshape(labels, [-1] if sparse else [-1, dims[-1]])
-    return flat_logits, flat_labels, lambda loss: reshape(loss, [-1 if d is None else d for d in dims[:-1]])
+    if any(d is None for d in dims[1:]):  # TF's reshapes by the run-time shape
+        classes, outer = shape_of(logits)[-1], shape_of(logits)[:-1]
+    else:
+        classes, outer = dims[-1], [-1 if d is None else d for d in dims[:-1]]
+    flat_logits = reshape(logits, stack([-1, classes]) if isinstance(classes, TensorLike) else [-1, classes])
+    flat_labels = reshape(labels, [-1] if sparse else stack([-1, classes]) if isinstance(classes, TensorLike)
+                          else [-1, classes])
+    return flat_logits, flat_labels, lambda loss: reshape(loss, outer)
 
 
 def softmax_cross_entropy_with_logits_v2(_sentinel=None, labels=None, logits=None, axis=-1, name=None, dim=None):
@@ -198,7 +203,9 @@ def softmax_cross_entropy_with_logits_v2(_sentinel=None, labels=None, logits=Non
                                                   "(labels=..., logits=...)", name)
     axis = dim if dim is not None else axis
     logits = convert_to_tensor(logits)
-    labels = convert_to_tensor(labels, dtype=logits.dtype)
+    labels = convert_to_tensor(labels, preferred_dtype=logits.dtype)
+    if labels.dtype != logits.dtype:  # as TF: float64 labels of float32 logits are cast
+        labels = cast(labels, logits.dtype)
     rank = logits.shape.ndims
     if axis not in (-1, (rank or 0) - 1):  # TF's _move_dim_to_end: the classes' axis moved last
         if rank is None:

@@ -13,6 +13,7 @@ from pygrad.graph import Tensor, build_error, unwrap
 from pygrad.ops.array_ops import (cast, constant, convert_to_tensor, expand_dims, numpy_value, static_int,
                                   static_ints, static_value)
 from pygrad.ops.math_ops import less
+from pygrad.ops.shape_exprs import symbolic
 from pygrad.registry import ALIAS, VALUE, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape, as_shape
 
@@ -75,8 +76,13 @@ def _(attrs, x):
 
 
 def _shape_dim(t):
-    """(x, i) when t is tf.shape(x)[i], else None."""
+    """(x, i) when t is tf.shape(x)[i] (or another expression of that size alone, such as the
+    tf.size of a vector), else None."""
     t = unwrap(t)
+    if isinstance(t, Tensor) and t.dtype.is_integer:
+        v = symbolic(t)
+        if v is not None and v.ndim == 0 and isinstance(v[()], tuple):
+            return v[()]
     if not isinstance(t, Tensor) or t.op.type != "StridedSlice" or t.op.inputs[0].op.type != "Shape":
         return None
     a = t.op.attrs
@@ -95,7 +101,7 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
     """[start, start + delta, ...) up to limit (excluded), as tf.range: range(n) is [0, n); the
     dtype is the widest of the arguments' (int32 < int64 < float32 < float64) unless given.
     start, limit and delta must be known when the graph is built (Python values or constants),
-    or limit may be tf.shape(x)[i]."""
+    or limit may be a size the plan knows: tf.shape(x)[i], the tf.size of a vector."""
     if limit is None:
         start, limit = 0, start
     shape_dim = _shape_dim(limit)
@@ -103,12 +109,14 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
     values = {}
     for what, v in args.items():
         v = unwrap(v)
-        try:
-            values[what] = (np.asarray(v.op.attrs["value"]) if isinstance(v, Tensor) and v.op.type == "Const" else
-                            static_value(v, what, Range, name) if isinstance(v, Tensor) else
-                            numpy_value(v, dtype))
-        except (TypeError, ValueError) as e:
-            raise Range.error(str(e), name, type(e)) from None
+        if isinstance(v, Tensor):  # (static_value's error names the op)
+            values[what] = np.asarray(v.op.attrs["value"]) if v.op.type == "Const" else \
+                static_value(v, what, Range, name)
+        else:
+            try:
+                values[what] = numpy_value(v, dtype)
+            except (TypeError, ValueError) as e:
+                raise Range.error(str(e), name, type(e)) from None
         if values[what].ndim != 0:
             raise Range.error(f"{what} must be a scalar, got shape {values[what].shape}", name)
     if dtype is None:

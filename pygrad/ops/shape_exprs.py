@@ -4,8 +4,8 @@ TF1 programs write `tf.zeros([tf.shape(x)[0], 10])`, `tf.reshape(x, [tf.shape(x)
 `tf.random_normal(tf.shape(mu))`: shapes computed from other tensors' shapes. A pygrad plan is built
 for concrete feed shapes, so such a shape is known then, without running anything. shape_expr
 recognises these expressions in a shape argument (Python lists of ints and scalar tensors; tf.shape,
-its elements, tf.strided_slice and tf.slice of it; tf.stack and tf.concat of those; constants) and turns them into dims an
-op can carry: an int, or (k, axis), the size of dimension axis of the k-th tensor in refs, which
+its elements, tf.strided_slice and tf.slice of it; tf.stack and tf.concat of those; constants) and
+turns them into dims an op can carry: an int, or (k, axis), the size of dimension axis of the k-th tensor in refs, which
 the op takes as a shape-only input. The op's shape rule reads them back with resolve, on static
 shapes when the graph is built (None where unknown) and on concrete ones when the plan is built.
 """
@@ -147,6 +147,10 @@ def _symbolic(t):
     if ty in ("Size", "Rank"):
         x = ins[0].shape
         known = x.ndims if ty == "Rank" else x.num_elements() if x.is_fully_defined() else None
+        if known is None and ty == "Size" and x.ndims is not None:  # one unknown dimension, the others 1
+            unknown = [i for i, d in enumerate(x.dims) if d is None]
+            if len(unknown) == 1 and all(d in (None, 1) for d in x.dims):
+                return dim_scalar((ins[0], unknown[0]))
         return None if known is None else np.array(known, object)
     parts = [symbolic(i) for i in ins] if ty in ("Pack", "ConcatV2", "GatherV2") or ty in _ARITHMETIC else None
     if parts is not None and any(p is None for p in parts):

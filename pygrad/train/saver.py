@@ -226,7 +226,10 @@ class Saver:
         if self._is_empty:
             return None
         if save_path_parent and not os.path.isdir(save_path_parent):
-            raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
+            # As TF 2's: the last directory is made when the one holding it exists
+            if not os.path.isdir(os.path.dirname(os.path.abspath(save_path_parent))):
+                raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
+            os.makedirs(save_path_parent, exist_ok=True)
         names = list(self._vars)
         values = sess.run([[unwrap(p) for p in v] if isinstance(v, list) else unwrap(v)
                            for v in (self._vars[n] for n in names)])
