@@ -5,8 +5,8 @@ output goes through a linear layer to the 10 classes; Adam on the softmax cross-
 
     python examples/lstm_mnist.py [DATA_DIR] [--steps 500] [--batch 128]
 
-DATA_DIR (default: $PYGRAD_MNIST_DIR) holds the four MNIST IDX .gz files (they are downloaded
-there when missing).
+DATA_DIR (default: $PYGRAD_MNIST_DIR, else the copy shipped in examples/data/mnist) holds the four
+MNIST IDX .gz files (they are downloaded there when missing).
 """
 import argparse
 import os
@@ -19,7 +19,8 @@ from pygrad.examples.tutorials.mnist import input_data
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("data_dir", nargs="?", default=os.environ.get("PYGRAD_MNIST_DIR"))
+    parser.add_argument("data_dir", nargs="?", default=os.environ.get("PYGRAD_MNIST_DIR") or
+                        os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mnist"))
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--learning-rate", type=float, default=0.001)
@@ -27,8 +28,6 @@ def main():
     parser.add_argument("--test-size", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    if args.data_dir is None:
-        parser.error("give DATA_DIR or set PYGRAD_MNIST_DIR")
 
     np.random.seed(args.seed)
     tf.set_random_seed(args.seed)

@@ -4,7 +4,7 @@
     python examples/mnist_softmax.py [DATA_DIR] --manual   # the update built by hand with tf.gradients
 
 DATA_DIR holds the four MNIST IDX .gz files (they are downloaded there when missing); by default
-$PYGRAD_MNIST_DIR, else ~/.cache/pygrad/mnist.
+$PYGRAD_MNIST_DIR, else the copy shipped in examples/data/mnist.
 """
 import argparse
 import os
@@ -17,7 +17,7 @@ from pygrad.examples.tutorials.mnist import input_data
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data_dir", nargs="?", default=os.environ.get("PYGRAD_MNIST_DIR") or
-                        os.path.join(os.path.expanduser("~"), ".cache", "pygrad", "mnist"))
+                        os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mnist"))
     parser.add_argument("--manual", action="store_true", help="build the update with tf.gradients and assign")
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--seed", type=int, default=None, help="seed for the order of the batches")

@@ -26,8 +26,8 @@ from pygrad.examples.tutorials.mnist import input_data
 
 def parse(description, steps, batch, learning_rate):
     p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data-dir", default=os.environ.get("PYGRAD_MNIST_DIR",
-                                                         os.path.expanduser("~/.cache/pygrad/mnist")))
+    p.add_argument("--data-dir", default=os.environ.get("PYGRAD_MNIST_DIR") or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "mnist"))
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--ps-shards", type=int, default=1)
     p.add_argument("--mode", choices=["async", "sync"], default="async")
