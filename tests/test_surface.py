@@ -117,6 +117,41 @@ def test_flags_and_app_run(tmp_path):
     assert tf.flags is tf.app.flags
 
 
+ABSL_PROGRAM = """
+    import sys
+    import pygrad as tf
+    flags = tf.app.flags
+    flags.DEFINE_integer(flag_name="steps", default_value=10, docstring="training steps")  # TF's old names
+    flags.DEFINE_string("name", "run", "a name")
+    flags.register_validator("steps", lambda v: v > 0, message="--steps must be positive")
+    FLAGS = flags.FLAGS
+
+    def main(argv):
+        print(FLAGS.steps, FLAGS.name, argv[1:])
+
+    if __name__ == "__main__":
+        if sys.argv[1:2] == ["implicit"]:  # a flag read before any parse parses sys.argv (TF1's FLAGS)
+            print(FLAGS.steps)
+        else:
+            tf.app.run()
+    """
+
+
+@pytest.mark.parametrize("args,code,out", [
+    (["--flagfile={dir}/flags.txt", "--unknown=1", "pos"], 0, "7 from-file ['--unknown=1', 'pos']"),
+    (["--help"], 1, "prog.py:\n  --name: a name\n    (default: 'run')\n  --steps: training steps"),  # absl exits 1
+    (["--steps=0"], 1, "--steps must be positive"),
+    (["--steps=x"], 1, "IllegalFlagValueError: flag --steps=x: invalid literal for int()"),
+    (["implicit", "--steps=4"], 0, "4"),
+    (["implicit", "--stepz=4"], 1, "Unknown command line flag 'stepz'"),
+])
+def test_flags_are_absl_flags(tmp_path, args, code, out):
+    (tmp_path / "flags.txt").write_text("--steps=7\n--name=from-file\n")
+    result = run_script(tmp_path, ABSL_PROGRAM, *[a.format(dir=tmp_path) for a in args])
+    assert result.returncode == code, result.stdout + result.stderr
+    assert out in result.stdout + result.stderr
+
+
 def test_logging(capfd):
     tf.logging.set_verbosity(tf.logging.INFO)
     try:

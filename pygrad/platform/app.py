@@ -1,10 +1,15 @@
-"""tf.app: run(main) parses the flags and calls main(argv), as TF1's tf.app.run does."""
+"""tf.app: run(main) is absl's app.run (--help, --helpfull, --flagfile, the exit code of main) with
+TF1's flag parser, which leaves unknown flags in the argv main receives."""
 import sys
 
 from pygrad.platform import flags
 
 
+def _parse_flags_tolerate_undef(argv):
+    return flags.FLAGS(sys.argv if argv is None else argv, known_only=True)
+
+
 def run(main=None, argv=None):
-    rest = flags.FLAGS(argv, known_only=True)
+    from absl import app  # (its import sets up absl's logging; only a program that runs it pays)
     main = main or sys.modules["__main__"].main
-    sys.exit(main(rest))
+    app.run(main=main, argv=argv, flags_parser=_parse_flags_tolerate_undef)

@@ -1,112 +1,88 @@
-"""tf.app.flags / tf.flags: command-line flags defined at import time and parsed on first use, as
-TF1's flags (absl's) are: ``FLAGS.name`` parses sys.argv the first time a flag is read."""
-import argparse
+"""tf.app.flags / tf.flags: absl's flags, as TF1's have been since 1.5 (DEFINE_*, validators,
+--flagfile, --helpfull, unknown flags refused), with TF1's two differences: FLAGS parses sys.argv
+the first time a flag is read before an explicit parse, and the define functions still take
+TF's old keyword names (flag_name, default_value, docstring)."""
+import functools
+import logging
 import sys
 
+from absl import flags as _absl
+from absl.flags import (  # noqa: F401
+    DEFINE, DEFINE_alias, DEFINE_enum, DEFINE_enum_class, DEFINE_flag, DEFINE_list, DEFINE_multi,
+    DEFINE_multi_enum, DEFINE_multi_enum_class, DEFINE_multi_float, DEFINE_multi_integer, DEFINE_multi_string,
+    DEFINE_spaceseplist, ArgumentParser, ArgumentSerializer, BooleanFlag, CantOpenFlagFileError, EnumFlag, Error,
+    Flag, FlagHolder, FlagNameConflictsWithMethodError, FlagValues, IllegalFlagValueError, UnparsedFlagAccessError,
+    UnrecognizedFlagError, ValidationError, adopt_module_key_flags, declare_key_flag, disclaim_key_flags,
+    mark_bool_flags_as_mutual_exclusive, mark_flag_as_required, mark_flags_as_mutual_exclusive,
+    mark_flags_as_required, multi_flags_validator, register_multi_flags_validator, register_validator,
+    validator)
 
-class _FlagValues:
-    """The flags defined so far and their values (tf.app.flags.FLAGS)."""
+disclaim_key_flags()  # flags defined through this module belong to the module that calls it (--help lists them)
+_RENAMED = {"flag_name": "name", "default_value": "default", "docstring": "help"}
 
-    def __init__(self):
-        object.__setattr__(self, "_defs", {})  # name -> (type, default, help, choices)
-        object.__setattr__(self, "_values", {})
-        object.__setattr__(self, "_parsed", False)
 
-    def _define(self, name, default, help, kind, choices=None):
-        if name in self._defs:
-            raise ValueError(f"flag --{name} is defined twice")
-        self._defs[name] = (kind, default, help, choices)
-        self._values[name] = default
+def _old_names(define):
+    @functools.wraps(define)
+    def wrapper(*args, **kwargs):
+        old = [k for k in _RENAMED if k in kwargs]
+        for k in old:
+            kwargs[_RENAMED[k]] = kwargs.pop(k)
+        if old:
+            logging.getLogger("pygrad").warning("Use of the keyword argument names (flag_name, default_value, "
+                                                "docstring) is deprecated, please use (name, default, help) instead.")
+        return define(*args, **kwargs)
+    return wrapper
 
-    def __call__(self, argv=None, known_only=True):
-        """Parses argv (sys.argv by default); returns [program] + the arguments that are not flags."""
-        argv = list(sys.argv if argv is None else argv)
-        argv = argv[:1] + [self._bool_form(a) for a in argv[1:]]
-        parser = argparse.ArgumentParser(prog=argv[0] if argv else None, add_help=False, allow_abbrev=False)
-        for name, (kind, default, help, choices) in self._defs.items():
-            if kind is bool:
-                parser.add_argument(f"--{name}", action="store_true", default=default, help=help)
-                parser.add_argument(f"--no{name}", dest=name, action="store_false")
-            elif kind is list:
-                parser.add_argument(f"--{name}", default=default, type=lambda v: v.split(",") if v else [], help=help)
-            else:
-                parser.add_argument(f"--{name}", default=default, type=kind, choices=choices, help=help)
-        parsed, rest = parser.parse_known_args(argv[1:])
-        if not known_only and rest:
-            raise SystemExit(f"unknown command line flags: {' '.join(rest)}")
-        self._values.update(vars(parsed))
-        object.__setattr__(self, "_parsed", True)
-        return argv[:1] + rest
 
-    def _bool_form(self, arg):
-        """--flag=value of a boolean flag as --flag or --noflag (absl's forms)."""
-        if arg.startswith("--") and "=" in arg:
-            name, value = arg[2:].split("=", 1)
-            if name in self._defs and self._defs[name][0] is bool:
-                return f"--{name}" if _parse_bool(value) else f"--no{name}"
-        return arg
+DEFINE_string = _old_names(_absl.DEFINE_string)
+DEFINE_boolean = _old_names(_absl.DEFINE_boolean)
+DEFINE_bool = DEFINE_boolean
+DEFINE_float = _old_names(_absl.DEFINE_float)
+DEFINE_integer = _old_names(_absl.DEFINE_integer)
+
+
+class _ParsedOnFirstRead:
+    """absl's FLAGS, parsing sys.argv the first time a flag is read before any parse (TF1's
+    wrapper; absl alone raises UnparsedFlagAccessError)."""
+
+    def __init__(self, flags_object):
+        self.__dict__["_wrapped"] = flags_object
 
     def __getattr__(self, name):
-        if name not in self._defs:
-            raise AttributeError(f"no flag --{name} is defined")
-        if not self._parsed:
-            self()
-        return self._values[name]
+        wrapped = self.__dict__["_wrapped"]
+        if not wrapped.is_parsed() and not name.startswith("_") and name in wrapped:
+            wrapped(sys.argv)
+        return getattr(wrapped, name)
 
     def __setattr__(self, name, value):
-        if name not in self._defs:
-            raise AttributeError(f"no flag --{name} is defined")
-        self._values[name] = value
+        setattr(self.__dict__["_wrapped"], name, value)
+
+    def __delattr__(self, name):
+        delattr(self.__dict__["_wrapped"], name)
+
+    def __dir__(self):
+        return dir(self.__dict__["_wrapped"])
+
+    def __getitem__(self, name):
+        return self.__dict__["_wrapped"][name]
+
+    def __setitem__(self, name, flag):
+        self.__dict__["_wrapped"][name] = flag
 
     def __contains__(self, name):
-        return name in self._defs
+        return name in self.__dict__["_wrapped"]
 
-    def flag_values_dict(self):
-        if not self._parsed:
-            self()
-        return dict(self._values)
+    def __len__(self):
+        return len(self.__dict__["_wrapped"])
 
-    def is_parsed(self):
-        return self._parsed
+    def __iter__(self):
+        return iter(self.__dict__["_wrapped"])
 
-    def mark_as_parsed(self):
-        object.__setattr__(self, "_parsed", True)
+    def __str__(self):
+        return str(self.__dict__["_wrapped"])
 
-
-def _parse_bool(v):
-    low = str(v).lower()
-    if low in ("1", "true", "t", "yes", "y"):
-        return True
-    if low in ("0", "false", "f", "no", "n"):
-        return False
-    raise SystemExit(f"not a boolean flag value: {v!r}")
+    def __call__(self, *args, **kwargs):
+        return self.__dict__["_wrapped"](*args, **kwargs)
 
 
-FLAGS = _FlagValues()
-
-
-def DEFINE_string(name, default, help=None, **kw):  # noqa: N802 (TF's names)
-    FLAGS._define(name, default, help, str)
-
-
-def DEFINE_integer(name, default, help=None, lower_bound=None, upper_bound=None, **kw):  # noqa: N802
-    FLAGS._define(name, default, help, int)
-
-
-def DEFINE_float(name, default, help=None, lower_bound=None, upper_bound=None, **kw):  # noqa: N802
-    FLAGS._define(name, default, help, float)
-
-
-def DEFINE_boolean(name, default, help=None, **kw):  # noqa: N802
-    FLAGS._define(name, default, help, bool)
-
-
-DEFINE_bool = DEFINE_boolean
-
-
-def DEFINE_list(name, default, help=None, **kw):  # noqa: N802
-    FLAGS._define(name, list(default.split(",")) if isinstance(default, str) else default, help, list)
-
-
-def DEFINE_enum(name, default, enum_values, help=None, **kw):  # noqa: N802
-    FLAGS._define(name, default, help, str, list(enum_values))
+FLAGS = _ParsedOnFirstRead(_absl.FLAGS)
