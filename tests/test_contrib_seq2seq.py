@@ -263,7 +263,8 @@ def test_sample_embedding_helper_follows_the_softmax():
             return tf.zeros_like(inputs[:, :1]) + tf.constant(logits, tf.float32), state
 
     n = 3000
-    helper = seq2seq.SampleEmbeddingHelper(tf.constant(np.eye(4, dtype=np.float32)), tf.zeros([n], tf.int32), 9, softmax_temperature=2.0, seed=3)
+    helper = seq2seq.SampleEmbeddingHelper(tf.constant(np.eye(4, dtype=np.float32)), tf.zeros([n], tf.int32), 9,
+                                           softmax_temperature=2.0, seed=3)
     decoder = seq2seq.BasicDecoder(Const(), helper, tf.zeros([n, 1]))
     outputs, _, _ = seq2seq.dynamic_decode(decoder, maximum_iterations=1)
     ids = tf.Session().run(outputs.sample_id)[:, 0]
