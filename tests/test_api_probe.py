@@ -321,6 +321,22 @@ def _partitioned():
             len(tf.create_partitioned_variables([4], [2], tf.zeros_initializer())) == 2)
 
 
+def _seq2seq():
+    s2s = tf.contrib.seq2seq
+    memory = tf.zeros([2, 3, 4])
+    cell = s2s.AttentionWrapper(tf.nn.rnn_cell.LSTMCell(4), s2s.LuongAttention(4, memory), attention_layer_size=3)
+    helper = s2s.TrainingHelper(tf.zeros([2, 5, 2]), [5, 3])
+    out, _, lengths = s2s.dynamic_decode(s2s.BasicDecoder(cell, helper, cell.zero_state(2, tf.float32)))
+    loss = s2s.sequence_loss(out.rnn_output, tf.zeros([2, 5], tf.int32), tf.ones([2, 5]))
+    beam = s2s.BeamSearchDecoder(tf.nn.rnn_cell.GRUCell(3), tf.ones([3, 3]),
+                                 [0, 0], 1, s2s.tile_batch(tf.zeros([2, 3]), 2), 2)
+    ids = s2s.dynamic_decode(beam, maximum_iterations=4)[0].predicted_ids
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = sess.run([out.rnn_output, lengths, loss, ids])
+    return got[0].shape == (2, 5, 3) and got[1].tolist() == [5, 3] and got[2] > 0 and got[3].shape[::2] == (2, 2)
+
+
 PROBES = {
     # tf.metrics
     "estimator.DNNLinearCombinedClassifier + inputs.numpy_input_fn (train, evaluate)": lambda: _canned(
@@ -374,6 +390,8 @@ PROBES = {
     "contrib.crf (crf_log_likelihood, crf_decode)": lambda: run(tf.contrib.crf.crf_decode(
         tf.constant([[[0.0, 2.0], [3.0, 0.0]]]), tf.zeros([2, 2]), [2])[0]).tolist() == [[1, 0]] and
     tf.contrib.crf.crf_log_likelihood(tf.zeros([1, 2, 2]), [[0, 1]], [2])[1].op.name == "transitions",
+    "contrib.seq2seq (dynamic_decode, BasicDecoder, AttentionWrapper, BeamSearchDecoder, sequence_loss)":
+    _seq2seq,
     "contrib.training.HParams": lambda: tf.contrib.training.HParams(lr=0.1, n=2).parse("n=3").values() == {
         "lr": 0.1, "n": 3} and callable(tf.contrib.training.create_train_op),
     "contrib.losses / contrib.learn.datasets.mnist": lambda: tf.contrib.losses is tf.contrib.slim.losses and

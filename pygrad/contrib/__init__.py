@@ -8,6 +8,7 @@ from pygrad.contrib import (  # noqa: F401
     lookup,
     metrics,
     rnn,
+    seq2seq,
     slim,
     training,
 )
