@@ -476,6 +476,9 @@ class LSTMCell(LayerRNNCell):
             self._proj_kernel = self.add_variable(f"projection/{_WEIGHTS_VARIABLE_NAME}", shape=[n, self._num_proj],
                                                   initializer=self._initializer)
 
+    def _clip_cell(self, c):
+        return clip_by_value(c, -self._cell_clip, self._cell_clip)
+
     def call(self, inputs, state):
         self._check_call(inputs, state)
         n = self._num_units
@@ -490,7 +493,7 @@ class LSTMCell(LayerRNNCell):
         else:
             c = sigmoid(f + self._forget_bias) * c_prev + sigmoid(i) * act(j)
         if self._cell_clip is not None:
-            c = clip_by_value(c, -self._cell_clip, self._cell_clip)
+            c = self._clip_cell(c)
         if self._use_peepholes:
             m = sigmoid(o + self._w_o_diag * c) * act(c)
         else:

@@ -8,7 +8,7 @@ import numbers
 from pygrad import dtypes
 from pygrad.graph import get_default_graph
 from pygrad.ops import init_ops, math_ops
-from pygrad.ops.array_ops import cast, convert_to_tensor, expand_dims, transpose, zeros
+from pygrad.ops.array_ops import cast, convert_to_tensor, expand_dims, stop_gradient, transpose, zeros
 from pygrad.ops.array_ops import shape as shape_of
 from pygrad.ops.functional_ops import scan
 from pygrad.ops.manip_ops import concat, split, stack, unstack
@@ -19,6 +19,7 @@ from pygrad.ops.scatter_ops import gather_nd
 from pygrad.ops.sequence_ops import range as range_
 from pygrad.ops.sequence_ops import sequence_mask
 from pygrad.ops.variable_scope import variable_scope
+from pygrad.train.clip import clip_by_value
 from pygrad.rnn.cells import GRUCell, LayerRNNCell, LSTMCell, LSTMStateTuple, RNNCell, _activation, cell_error
 
 
@@ -52,6 +53,9 @@ class LayerNormBasicLSTMCell(LayerRNNCell):
     @property
     def output_size(self):
         return self._num_units
+
+    def _clip_cell(self, c):
+        return c + stop_gradient(clip_by_value(c, -self._cell_clip, self._cell_clip) - c)
 
     def build(self, inputs_shape):
         depth = self._input_depth(inputs_shape)
@@ -95,13 +99,18 @@ class LayerNormBasicLSTMCell(LayerRNNCell):
 class LSTMBlockCell(LSTMCell):
     """TF's LSTMBlockCell: LSTMCell's math (gates i, j, f, o; peepholes w_i_diag, w_f_diag,
     w_o_diag with use_peephole; c clipped to [-cell_clip, cell_clip] when cell_clip > 0) with the
-    variables kernel, bias, w_i_diag, w_f_diag, w_o_diag in the scope "lstm_cell"."""
+    variables kernel, bias, w_i_diag, w_f_diag, w_o_diag in the scope "lstm_cell". As TF's block
+    kernel, the clip passes the gradient through unchanged (LSTMCell's clip_by_value stops it
+    outside the range)."""
 
     def __init__(self, num_units, forget_bias=1.0, cell_clip=None, use_peephole=False, dtype=None, reuse=None,
                  name="lstm_cell"):
         clip = cell_clip if cell_clip is not None and cell_clip > 0 else None
         super().__init__(num_units, use_peepholes=use_peephole, cell_clip=clip, forget_bias=forget_bias, reuse=reuse,
                          name=name, dtype=dtype)
+
+    def _clip_cell(self, c):
+        return c + stop_gradient(clip_by_value(c, -self._cell_clip, self._cell_clip) - c)
 
     def build(self, inputs_shape):
         depth = self._input_depth(inputs_shape)
@@ -184,7 +193,8 @@ class LSTMBlockWrapper:
                       dtype=dtype)
             initial_state = (z, z)
         elif len(initial_state) != 2:
-            raise cell_error(self, f"Expecting initial_state to be a tuple with length 2 or None, got {initial_state!r}")
+            raise cell_error(self, f"Expecting initial_state to be a tuple with length 2 or None, got "
+                                   f"{initial_state!r}")
         dtype = dtype or initial_state[0].dtype
         with get_default_graph().name_scope(name):
             if sequence_length is not None:
