@@ -26,6 +26,10 @@ from pygrad.rnn.contrib_wrappers import (EmbeddingWrapper, OutputProjectionWrapp
                                          attention_read, linear)
 from pygrad.rnn.static import static_rnn
 
+__all__ = ["attention_decoder", "basic_rnn_seq2seq", "embedding_attention_decoder", "embedding_attention_seq2seq",
+           "embedding_rnn_decoder", "embedding_rnn_seq2seq", "embedding_tied_rnn_seq2seq", "model_with_buckets",
+           "rnn_decoder", "sequence_loss", "sequence_loss_by_example", "tied_rnn_seq2seq"]
+
 
 def _error(fn, rule, cls=ValueError):
     return cls(errors.op_message(fn, get_variable_scope().name or fn, rule, errors.user_site()))
