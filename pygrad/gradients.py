@@ -9,6 +9,7 @@ import enum
 
 import numpy as np
 
+from pygrad import dtypes
 from pygrad.graph import Tensor, get_default_graph, reachable, unwrap
 from pygrad.ops import array_ops, manip_ops, math_ops, reduction_ops
 from pygrad.ops.indexed_slices import IndexedSlices
@@ -117,7 +118,10 @@ def _sum(gs):
     if len(gs) == 1:
         return gs[0]
     if all(isinstance(g, IndexedSlices) for g in gs):
-        return IndexedSlices(manip_ops.concat([g.values for g in gs], 0), manip_ops.concat([g.indices for g in gs], 0),
+        indices = [g.indices for g in gs]
+        if len({i.dtype for i in indices}) > 1:  # int32 and int64 rows: all int64, as TF's _as_indexed_slices_list
+            indices = [array_ops.cast(i, dtypes.int64) for i in indices]
+        return IndexedSlices(manip_ops.concat([g.values for g in gs], 0), manip_ops.concat(indices, 0),
                              gs[0].dense_shape, gs[0]._densify)
     return math_ops.add_n([unwrap(g) for g in gs])
 

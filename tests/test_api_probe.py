@@ -200,6 +200,37 @@ def _static_rnn():
     return run(outs[-1]).shape == (2, 3)
 
 
+def _contrib_rnn():
+    c = tf.contrib.rnn
+    xs = [tf.constant(X4[:, i]) for i in range(3)]
+    cells = [c.LSTMBlockCell(3), c.GRUBlockCell(3), c.GRUBlockCellV2(3), c.LayerNormBasicLSTMCell(3),
+             c.OutputProjectionWrapper(c.GRUCell(2), 3), c.InputProjectionWrapper(c.GRUCell(3), 2),
+             c.HighwayWrapper(c.GRUCell(4)), c.AttentionCellWrapper(c.LSTMCell(3), 2)]
+    outs = [tf.nn.static_rnn(cell, xs, dtype=tf.float32, scope=f"m{i}")[0][-1] for i, cell in enumerate(cells)]
+    outs.append(c.stack_bidirectional_dynamic_rnn([c.GRUCell(2)], [c.GRUCell(2)], tf.constant(X4), dtype=tf.float32)[0])
+    outs.append(c.stack_bidirectional_rnn([c.GRUCell(2)], [c.GRUCell(2)], xs, dtype=tf.float32)[0][-1])
+    outs.append(c.LSTMBlockFusedCell(3)(tf.constant(X4), dtype=tf.float32)[0])
+    ids = [tf.constant([1, 2]) for _ in range(3)]
+    outs.append(tf.nn.static_rnn(c.EmbeddingWrapper(c.GRUCell(3), 5, 2), ids, dtype=tf.float32)[0][-1])
+    shapes = [o.shape for o in run(outs)]
+    return shapes[:8] == [(2, 3), (2, 3), (2, 3), (2, 3), (2, 3), (2, 3), (2, 4), (2, 3)] and shapes[8:] == [
+        (2, 3, 4), (2, 4), (2, 3, 3), (2, 3)]
+
+
+def _legacy_seq2seq():
+    s2s = tf.contrib.legacy_seq2seq
+    ids = [tf.constant([1, 2]) for _ in range(3)]
+    weights = [tf.ones([2]) for _ in range(3)]
+    cell = tf.nn.rnn_cell.GRUCell(4)
+    outputs, losses = s2s.model_with_buckets(ids, ids, ids, weights, [(2, 2), (3, 3)], lambda x, y: (
+        s2s.embedding_attention_seq2seq(x, y, cell, 5, 6, 3)))
+    rnn = s2s.embedding_rnn_seq2seq(ids, ids, tf.nn.rnn_cell.GRUCell(2), 5, 6, 3, feed_previous=True)[0]
+    loss = s2s.sequence_loss(rnn, ids, weights)
+    values = run([losses, loss, outputs[1][-1]])
+    return len(values[0]) == 2 and values[2].shape == (2, 6) and np.isfinite(values[1]) and callable(
+        s2s.basic_rnn_seq2seq) and callable(s2s.tied_rnn_seq2seq) and callable(s2s.embedding_tied_rnn_seq2seq)
+
+
 def _py_func():
     return list(run(tf.py_func(lambda a: a[::-1].copy(), [tf.constant([1, 2, 3])], tf.int32))) == [3, 2, 1]
 
@@ -387,6 +418,8 @@ PROBES = {
         tf.contrib.distributions.kl_divergence(tf.contrib.distributions.Normal(0.0, 1.0),
                                                tf.contrib.distributions.Normal(0.0, 1.0))) == 0.0 and
     run(tf.contrib.distributions.Categorical(logits=[[0.0, 1.0]]).sample(3, seed=1)).shape == (3, 1),
+    "contrib.rnn (block cells, LayerNormBasicLSTMCell, the wrappers, stacked bidirectional RNNs)": _contrib_rnn,
+    "contrib.legacy_seq2seq (embedding_attention_seq2seq, model_with_buckets, sequence_loss, ...)": _legacy_seq2seq,
     "contrib.crf (crf_log_likelihood, crf_decode)": lambda: run(tf.contrib.crf.crf_decode(
         tf.constant([[[0.0, 2.0], [3.0, 0.0]]]), tf.zeros([2, 2]), [2])[0]).tolist() == [[1, 0]] and
     tf.contrib.crf.crf_log_likelihood(tf.zeros([1, 2, 2]), [[0, 1]], [2])[1].op.name == "transitions",

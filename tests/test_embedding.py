@@ -210,3 +210,16 @@ def test_sparse_update_matches_tensorflow(name):
     got = _train(tf, name, 3)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_gradient_of_lookups_with_int32_and_int64_ids():
+    """Two lookups of one table, by int32 and by int64 ids: their sparse gradients aggregate (rows
+    as int64, as TF does) to the counts of each row (NumPy)."""
+    table = tf.Variable(np.ones((5, 2), np.float32))
+    loss = tf.reduce_sum(tf.nn.embedding_lookup(table, tf.constant([1, 3], tf.int32))) + tf.reduce_sum(
+        tf.nn.embedding_lookup(table, tf.constant([3, 4, 3], tf.int64)))
+    grad = tf.gradients(loss, [table])[0]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        dense = sess.run(tf.convert_to_tensor(grad))
+    np.testing.assert_array_equal(dense, np.array([[0, 0], [1, 1], [0, 0], [3, 3], [1, 1]], np.float32))

@@ -209,6 +209,9 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match=r"static_rnn 'rnn': inputs must not be empty"):
         tf.nn.static_rnn(cell, [], dtype=tf.float32)
     with pytest.raises(ValueError, match=r"static_rnn 'rnn': inputs must have rank at least 2"):
+        tf.nn.static_rnn(cell, [tf.placeholder(tf.float32, [])], dtype=tf.float32)
+    # A vector [batch] passes (ids for an EmbeddingWrapper, as in TF); a cell wanting [batch, depth] refuses it.
+    with pytest.raises(ValueError, match=r"BasicRNNCell 'rnn/basic_rnn_cell': inputs must be 2-D"):
         tf.nn.static_rnn(cell, [tf.placeholder(tf.float32, [DEPTH])], dtype=tf.float32)
     with pytest.raises(ValueError, match=r"static_rnn 'rnn': Input size \(dimension 0 of inputs\) must be "
                                          r"accessible"):

@@ -5,6 +5,7 @@ from pygrad.contrib import (  # noqa: F401
     framework,
     layers,
     learn,
+    legacy_seq2seq,
     lookup,
     metrics,
     rnn,

@@ -7,6 +7,7 @@ it is first called in, so that tf.nn.static_rnn gives "rnn/basic_lstm_cell/kerne
 reuse that scope and its variables. The cells are built from ordinary ops, so tf.gradients
 differentiates through them."""
 import collections
+import copy
 import re
 
 from pygrad import dtypes, errors, nest
@@ -166,6 +167,21 @@ class RNNCell:
             raise ValueError(f"batch_size and dtype cannot be None while constructing initial state: "
                              f"batch_size={batch_size}, dtype={dtype}")
         return self.zero_state(batch_size, dtype)
+
+    def __deepcopy__(self, memo):
+        """A new, unbuilt cell of the same configuration (TF1's legacy seq2seq models copy the cell
+        they are given for the encoder): the cells inside are copied the same way, every other
+        setting (numbers, functions, tensors) is shared. Copying a built cell works too: the copy
+        makes or, under a reusing scope, finds its variables when first called."""
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        for key, value in self.__dict__.items():
+            if isinstance(value, RNNCell) or (isinstance(value, (list, tuple))
+                                              and any(isinstance(c, RNNCell) for c in value)):
+                value = copy.deepcopy(value, memo)
+            new.__dict__[key] = value
+        new._scope, new._rnncell_scope, new._variables, new.built = None, None, [], False
+        return new
 
     # ---- variables
     @property
@@ -460,6 +476,9 @@ class LSTMCell(LayerRNNCell):
             self._proj_kernel = self.add_variable(f"projection/{_WEIGHTS_VARIABLE_NAME}", shape=[n, self._num_proj],
                                                   initializer=self._initializer)
 
+    def _clip_cell(self, c):
+        return clip_by_value(c, -self._cell_clip, self._cell_clip)
+
     def call(self, inputs, state):
         self._check_call(inputs, state)
         n = self._num_units
@@ -474,7 +493,7 @@ class LSTMCell(LayerRNNCell):
         else:
             c = sigmoid(f + self._forget_bias) * c_prev + sigmoid(i) * act(j)
         if self._cell_clip is not None:
-            c = clip_by_value(c, -self._cell_clip, self._cell_clip)
+            c = self._clip_cell(c)
         if self._use_peepholes:
             m = sigmoid(o + self._w_o_diag * c) * act(c)
         else:

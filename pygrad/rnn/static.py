@@ -44,8 +44,12 @@ def _infer_state_dtype(explicit_dtype, state):
 
 def _batch_size(inputs, name):
     """The batch size: the first inputs' static first dimension, else tf.shape(first input)[0];
-    every input must be at least 2-D with known non-batch dimensions."""
+    every input must be at least 2-D with known non-batch dimensions, unless the first is a vector
+    [batch_size] (ids for an EmbeddingWrapper, as TF allows)."""
     batch = None
+    first = nest.flatten(inputs)[0]
+    if first.shape.ndims == 1:
+        return first.shape[0].value if first.shape[0].value is not None else shape(first)[0]
     for x in nest.flatten(inputs):
         s = x.shape
         if s.ndims is None or s.ndims < 2:
