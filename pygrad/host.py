@@ -117,7 +117,10 @@ def _needed(roots, fed):
 
 
 def _stateful(op):
-    return op.opdef.ref_input is not None or op in op.graph.host_ops
+    """Whether op writes state (a variable, a random generator's) or calls Python: it, or an op of
+    its cond's branches or its loop's body."""
+    return op.opdef.ref_input is not None or op in op.graph.host_ops or any(
+        _stateful(m) for region in op.attrs.get("regions", ()) for m in region.members)
 
 
 def plan_host_run(graph, elements, feed_tensors):
@@ -134,13 +137,17 @@ def plan_host_run(graph, elements, feed_tensors):
         later_roots = [t for c in calls[i + 1:] for t in c.inputs] + [c for later in calls[i + 1:]
                                                                       for c in later.control_inputs] + list(elements)
         later = _needed(later_roots, after)
+        # What the later stages read of what this one computed is fed to them, except a variable (the
+        # session's: every stage reads it) and the outputs of an op the later stages run again (a loop
+        # whose gradient, behind a control dependency, takes the values it stacks as it runs)
         boundary = []
         for o in later - ran:
-            for t in o.inputs:  # (a variable is the session's: every stage reads it, none feeds it)
-                if t.op in ran and t not in after and t not in boundary and t.op.opdef.lowering != VARIABLE:
+            for t in o.inputs:
+                if t.op in ran and t.op not in later and t not in after and t not in boundary and \
+                        t.op.opdef.lowering != VARIABLE:
                     boundary.append(t)
-        boundary += [e for e in elements if isinstance(e, Tensor) and e.op in ran and e not in after
-                     and e not in boundary]
+        boundary += [e for e in elements if isinstance(e, Tensor) and e.op in ran and e.op not in later
+                     and e not in after and e not in boundary]
         twice = sorted((o for o in later & ran if _stateful(o) and o not in [b.op for b in boundary]),
                        key=lambda o: o._id)
         if twice:

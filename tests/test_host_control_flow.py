@@ -4,6 +4,7 @@ a clear refusal of gradients through such a loop."""
 import numpy as np
 import pytest
 
+import gradcheck
 import pygrad as tf
 
 
@@ -75,3 +76,53 @@ def test_gradients_through_such_a_loop_are_refused_clearly():
         lambda: np.float32(1.5), [], tf.float32), [])], [tf.constant(0), x])[1]
     with pytest.raises(LookupError, match="run Python ops"):
         tf.gradients(r * x, x)
+
+
+def _loop_through_boolean_mask(random_inside=False):
+    """loss = sum of squares of a loop's stacked states cut by tf.boolean_mask (a host op between
+    the loop and the loss); the gradient loop needs the forward loop's stacks."""
+    x = tf.placeholder(tf.float64, [5, 2])
+    w = tf.Variable(np.array([[0.5, -0.3], [0.2, 0.9]]))
+
+    def body(t, h, ta):
+        step = tf.matmul(h, w) + x[t][None]
+        if random_inside:
+            step += tf.random_normal([1, 2], dtype=tf.float64)
+        h = tf.tanh(step)
+        return t + 1, h, ta.write(t, h[0])
+    t, _, ta = tf.while_loop(lambda t, h, ta: t < 3, body,
+                             (tf.constant(0), tf.zeros([1, 2], tf.float64), tf.TensorArray(tf.float64, size=5)))
+    cut = tf.boolean_mask(ta.stack(), tf.range(5) < t)
+    return x, w, tf.reduce_sum(cut * cut)
+
+
+def test_gradient_of_a_loop_through_a_host_op_runs_the_loop_again_for_its_stacks():
+    x, w, loss = _loop_through_boolean_mask()
+    grad = tf.gradients(loss, w)[0]
+    xs = np.random.default_rng(0).standard_normal((5, 2))
+
+    def f(wv):  # the NumPy reference
+        h, total = np.zeros((1, 2)), 0.0
+        for i in range(3):
+            h = np.tanh(h @ wv + xs[i])
+            total += (h * h).sum()
+        return total
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        wv, got = s.run(w), s.run(grad, {x: xs})
+    eps, want = 1e-6, np.zeros((2, 2))
+    for i in range(2):
+        for j in range(2):
+            d = np.zeros((2, 2))
+            d[i, j] = eps
+            want[i, j] = (f(wv + d) - f(wv - d)) / (2 * eps)
+    gradcheck.assert_close(got, want, kind="fd")
+
+
+def test_a_loop_with_random_draws_is_not_run_twice_silently():
+    x, w, loss = _loop_through_boolean_mask(random_inside=True)
+    grad = tf.gradients(loss, w)[0]
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        with pytest.raises(tf.errors.UnimplementedError, match="pygrad would run it twice"):
+            s.run(grad, {x: np.zeros((5, 2))})
