@@ -138,18 +138,22 @@ def plan_host_run(graph, elements, feed_tensors):
                                                                       for c in later.control_inputs] + list(elements)
         later = _needed(later_roots, after)
         # What the later stages read of what this one computed is fed to them, except a variable (the
-        # session's: every stage reads it) and the outputs of an op the later stages run again (a loop
-        # whose gradient, behind a control dependency, takes the values it stacks as it runs)
+        # session's: every stage reads it) and the outputs of an op the later stages run again anyway
+        # (a loop whose gradient, behind a control dependency, takes the values it stacks as it runs)
         boundary = []
         for o in later - ran:
             for t in o.inputs:
-                if t.op in ran and t.op not in later and t not in after and t not in boundary and \
-                        t.op.opdef.lowering != VARIABLE:
+                if t.op in ran and t not in after and t not in boundary and t.op.opdef.lowering != VARIABLE:
                     boundary.append(t)
-        boundary += [e for e in elements if isinstance(e, Tensor) and e.op in ran and e.op not in later
-                     and e not in after and e not in boundary]
-        twice = sorted((o for o in later & ran if _stateful(o) and o not in [b.op for b in boundary]),
-                       key=lambda o: o._id)
+        boundary += [e for e in elements if isinstance(e, Tensor) and e.op in ran and e not in after
+                     and e not in boundary]
+        while True:
+            again = _needed(later_roots, after | set(boundary))
+            kept = [t for t in boundary if t.op not in again]
+            if len(kept) == len(boundary):
+                break
+            boundary = kept
+        twice = sorted((o for o in again & ran if _stateful(o)), key=lambda o: o._id)
         if twice:
             o = twice[0]
             raise errors.UnimplementedError(None, o, o.error(
