@@ -54,9 +54,6 @@ class LayerNormBasicLSTMCell(LayerRNNCell):
     def output_size(self):
         return self._num_units
 
-    def _clip_cell(self, c):
-        return c + stop_gradient(clip_by_value(c, -self._cell_clip, self._cell_clip) - c)
-
     def build(self, inputs_shape):
         depth = self._input_depth(inputs_shape)
         n = self._num_units
