@@ -97,40 +97,53 @@ def _reduced(op, labels, predictions, weights, scope, loss_collection, reduction
         return compute_weighted_loss(fn(labels, predictions), weights, name, loss_collection, reduction)
 
 
+# The per-element losses, in the dtype of their inputs (the loss functions give them float32).
+def _absolute_error(y, p):
+    return math_ops.abs(p - y)
+
+
+def _squared_error(y, p):
+    return math_ops.squared_difference(p, y)
+
+
+def _huber_error(y, p, delta):
+    """TF's form: 0.5 q^2 + delta (|e| - q) with q = min(|e|, delta), e = p - y."""
+    abs_error = math_ops.abs(p - y)
+    quadratic = math_ops.minimum(abs_error, delta)
+    linear = abs_error - quadratic
+    return 0.5 * (quadratic * quadratic) + delta * linear
+
+
+def _log_error(y, p, epsilon):
+    return -(y * math_ops.log(p + epsilon)) - (1 - y) * math_ops.log(1 - p + epsilon)
+
+
 def absolute_difference(labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                         reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """|predictions - labels|, weighted and reduced."""
     return _reduced("absolute_difference", labels, predictions, weights, scope, loss_collection, reduction,
-                    lambda y, p: math_ops.abs(p - y))
+                    _absolute_error)
 
 
 def mean_squared_error(labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                        reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """(predictions - labels)^2, weighted and reduced."""
     return _reduced("mean_squared_error", labels, predictions, weights, scope, loss_collection, reduction,
-                    lambda y, p: math_ops.squared_difference(p, y))
+                    _squared_error)
 
 
 def huber_loss(labels, predictions, weights=1.0, delta=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
-    """0.5 e^2 where |e| <= delta, else delta (|e| - 0.5 delta), e = predictions - labels (TF's form:
-    0.5 q^2 + delta (|e| - q) with q = min(|e|, delta))."""
-    def fn(y, p):
-        abs_error = math_ops.abs(p - y)
-        quadratic = math_ops.minimum(abs_error, delta)
-        linear = abs_error - quadratic
-        return 0.5 * (quadratic * quadratic) + delta * linear
-
-    return _reduced("huber_loss", labels, predictions, weights, scope, loss_collection, reduction, fn)
+    """0.5 e^2 where |e| <= delta, else delta (|e| - 0.5 delta), e = predictions - labels."""
+    return _reduced("huber_loss", labels, predictions, weights, scope, loss_collection, reduction,
+                    lambda y, p: _huber_error(y, p, delta))
 
 
 def log_loss(labels, predictions, weights=1.0, epsilon=1e-7, scope=None, loss_collection=GraphKeys.LOSSES,
              reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """-labels log(predictions + epsilon) - (1 - labels) log(1 - predictions + epsilon)."""
-    def fn(y, p):
-        return -(y * math_ops.log(p + epsilon)) - (1 - y) * math_ops.log(1 - p + epsilon)
-
-    return _reduced("log_loss", labels, predictions, weights, scope, loss_collection, reduction, fn)
+    return _reduced("log_loss", labels, predictions, weights, scope, loss_collection, reduction,
+                    lambda y, p: _log_error(y, p, epsilon))
 
 
 def hinge_loss(labels, logits, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,

@@ -50,13 +50,14 @@ def pack_sequence_as(structure, flat):
     return pack(structure)
 
 
-def assert_same_structure(a, b):
-    """ValueError (TypeError for different sequence types) if a and b are not nested alike."""
+def assert_same_structure(a, b, check_types=True, expand_composites=False):
+    """ValueError (TypeError for different sequence types, with check_types) if a and b are not
+    nested alike. expand_composites: TF's argument; pygrad's structures hold no composite tensors."""
     if is_sequence(a) != is_sequence(b):
         raise ValueError(f"The two structures don't have the same nested structure: {a!r} and {b!r}")
     if not is_sequence(a):
         return
-    if type(a) is not type(b) and not (isinstance(a, list) and isinstance(b, list)):
+    if check_types and type(a) is not type(b) and not (isinstance(a, list) and isinstance(b, list)):
         raise TypeError(f"The two structures don't have the same sequence type: {type(a).__name__} and "
                         f"{type(b).__name__}")
     if isinstance(a, dict) and sorted(a) != sorted(b):
@@ -65,7 +66,7 @@ def assert_same_structure(a, b):
     if len(ca) != len(cb):
         raise ValueError(f"The two structures don't have the same number of elements: {len(ca)} and {len(cb)}")
     for x, y in zip(ca, cb):
-        assert_same_structure(x, y)
+        assert_same_structure(x, y, check_types)
 
 
 def map_structure(fn, *structures):

@@ -27,6 +27,18 @@ CASES = {
     "recall_at_k": lambda M, f: M.streaming_recall_at_k(f["s"], f["k"], 2),
     "sparse_precision_at_k": lambda M, f: M.streaming_sparse_precision_at_k(f["s"], f["k"], 2),
     "precision_at_thresholds": lambda M, f: M.streaming_precision_at_thresholds(f["p"], f["l"], [0.3, 0.6]),
+    "recall_at_thresholds": lambda M, f: M.streaming_recall_at_thresholds(f["p"], f["l"], [0.3, 0.6], f["w"]),
+    "false_negatives": lambda M, f: M.streaming_false_negatives(f["p"] > 0.5, f["l"] > 0.5, f["w"]),
+    "false_positives": lambda M, f: M.streaming_false_positives(f["p"] > 0.5, f["l"] > 0.5),
+    "true_negatives": lambda M, f: M.streaming_true_negatives(f["p"] > 0.5, f["l"] > 0.5, weights=f["w"]),
+    "mean_tensor": lambda M, f: M.streaming_mean_tensor(f["s"], f["s"] * 0 + f["w"][:, None]),
+    "mean_relative_error": lambda M, f: M.streaming_mean_relative_error(f["p"], f["l"], f["l"] + 0.5, f["w"]),
+    "mean_cosine_distance": lambda M, f: M.streaming_mean_cosine_distance(f["s"], f["s"] * 0.5 + 0.1, 1),
+    "sensitivity_at_specificity": lambda M, f: M.streaming_sensitivity_at_specificity(f["p"], f["l"] > 0.5, 0.4),
+    "specificity_at_sensitivity": lambda M, f: M.streaming_specificity_at_sensitivity(f["p"], f["l"] > 0.5, 0.6,
+                                                                                      weights=f["w"]),
+    "sparse_recall_at_k": lambda M, f: M.streaming_sparse_recall_at_k(f["s"], f["k"][:, None], 2),
+    "sparse_average_precision_at_k": lambda M, f: M.streaming_sparse_average_precision_at_k(f["s"], f["k"][:, None], 3),
 }
 
 

@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ from pygrad.distributed import placement
 from pygrad.distributed.shard import ParameterShard
 from pygrad.distributed.spec import VarSpec
 
+from gradcheck import assert_close
 from ps_testing import blobs, local_client, softmax_model, softmax_model_64
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -142,6 +142,17 @@ def _accuracy(weights, x, y):
     return np.mean(np.argmax(x @ weights["W"] + weights["b"], 1) == np.argmax(y, 1))
 
 
+# Accuracy floors on blobs() (4 classes: 0.25 untrained; a softmax trained by full-batch gradient
+# descent to convergence reaches 0.87). Async runs differ run to run (the order of the pushes); measured
+# on the 2-core development machine: async at 0.5 for 150 steps 0.867-0.877 (4 runs), async at 0.1 for
+# 1500 steps 0.871-0.873 (3 runs), sync with a backup worker for 60 steps 0.8575-0.8615 (3 runs). The
+# floors sit about 3 such spreads below the lowest. A sync run without a backup worker is the same in
+# every run: its floor is its measured value less 0.005.
+ASYNC_MIN_ACCURACY = 0.85
+BACKUP_MIN_ACCURACY = 0.84
+SYNC_300_MIN_ACCURACY = 0.86  # measured 0.8655 (momentum 0.1/0.9, 300 steps of 2 x 20)
+
+
 def test_sync_equals_training_with_an_n_times_larger_batch(client):
     """2 workers, batch 8, sync, momentum: each update is the mean of the two workers' gradients,
     which is the gradient of their 16 examples together. A NumPy reference trains on those 16."""
@@ -179,7 +190,7 @@ def test_sync_with_a_backup_worker_applies_the_first_push_of_each_version(client
     counts = report.counts
     assert counts["pushes"] == 120 and counts["applied"] + counts.get("late", 0) == 120
     assert report.shard_versions == [counts["applied"]] and counts["applied"] >= 60
-    assert _accuracy(report.weights, x, y) > 0.8
+    assert _accuracy(report.weights, x, y) > BACKUP_MIN_ACCURACY
 
 
 def test_async_two_workers_train_softmax(client):
@@ -189,7 +200,7 @@ def test_async_two_workers_train_softmax(client):
                                client=client, progress=False, verbose=False, timeout=30)
     assert report.shard_versions == [300] and report.pushes == 300
     assert sum(report.staleness.values()) == 300
-    assert _accuracy(report.weights, x, y) > 0.8  # 0.87 is the best a softmax does here; 0.25 untrained
+    assert _accuracy(report.weights, x, y) > ASYNC_MIN_ACCURACY
     weight_bytes = (20 * 4 + 4) * 4
     assert report.bytes_pushed == 300 * weight_bytes and report.bytes_pulled == (300 + 2) * weight_bytes
     assert report.examples == 6000 and report.examples_per_second > 0
@@ -238,19 +249,26 @@ def test_push_every_sums_the_gradients_of_its_steps(client):
     np.testing.assert_allclose(report.weights["b"], b, rtol=1e-9, atol=1e-12)
 
 
-def test_a_killed_worker_is_restarted_and_the_run_finishes(client):
-    x, y = blobs()
-    report = distributed.train(softmax_model, (x, y), workers=2, ps_shards=1, mode="async", steps=1500,
-                               batch_size=20, optimizer=lambda: tf.train.GradientDescentOptimizer(0.1),
-                               client=client, progress=False, verbose=False, timeout=60, log_every=0.05,
-                               kill_worker_at=30)
-    assert report.worker_restarts == 1 and len(report.resumes) == 1
+def test_a_killed_worker_changes_nothing_in_a_sync_run(client):
+    """Sync mode, float64: worker 0 is killed (SIGKILL) at its step 30; the scheduler runs its task
+    again on the restarted worker, which resumes after the last step the shard has from it, on the
+    shard's weights. Every update is the mean of both workers' gradients of one step (their batches
+    depend on the step only), so the final weights are those of a run nobody disturbed."""
+    x, y = blobs(dtype=np.float64)
+    kw = dict(workers=2, ps_shards=1, mode="sync", steps=300, batch_size=20, client=client, progress=False,
+              optimizer=lambda: tf.train.MomentumOptimizer(0.1, 0.9), verbose=False, timeout=60, log_every=0.05)
+    calm = distributed.train(softmax_model_64, (x, y), **kw)
+    report = distributed.train(softmax_model_64, (x, y), kill_worker_at=30, **kw)
+    assert calm.worker_restarts == 0 and report.worker_restarts == 1 and len(report.resumes) == 1
     worker, step = report.resumes[0]
-    assert worker == 0 and 0 < step < 1500
-    # The restarted task resumed after the last step the shard had from it: no update is lost.
-    assert report.shard_versions == [3000] and report.updates_lost == 0
-    assert _accuracy(report.weights, x, y) > 0.8  # 0.87 is the best a softmax does here; 0.25 untrained
-    faults.record("a worker killed in a run", kills=1, restarted=report.worker_restarts, updates_lost=0)
+    assert worker == 0 and 30 <= step < 300
+    for r in (calm, report):
+        assert r.shard_versions == [300] and r.counts["applied"] == 300 and r.counts.get("late", 0) == 0
+    for name in ("W", "b"):
+        assert_close(report.weights[name], calm.weights[name], np.float64, what=name)
+    assert _accuracy(calm.weights, x, y) > SYNC_300_MIN_ACCURACY
+    faults.record("a worker killed in a run", kills=1, restarted=report.worker_restarts,
+                  weights_as_undisturbed=1)
 
 
 def test_a_killed_shard_comes_back_from_its_checkpoint(client, tmp_path):
@@ -262,12 +280,16 @@ def test_a_killed_shard_comes_back_from_its_checkpoint(client, tmp_path):
     assert len(report.shard_failures) == 1
     failure = report.shard_failures[0]
     assert failure["shard"] == 0 and failure["checkpoint"].startswith(str(tmp_path / "shard-0" / "model.ckpt-"))
-    assert failure["restored_version"] == int(failure["checkpoint"].rsplit("-", 1)[1])
-    assert 0 <= report.updates_lost == failure["version_at_failure"] - failure["restored_version"] < 25 + 10
+    restored = int(failure["checkpoint"].rsplit("-", 1)[1])
+    # The kill came once a worker reported its step 200, whose push shard 0 had applied: the shard
+    # was past version 200, and it saved at every multiple of 25 it reached.
+    assert failure["restored_version"] == restored and restored % 25 == 0 and restored >= 200
+    # Lost: what the old shard applied past its last checkpoint, fewer than 25 updates.
+    assert 0 <= report.updates_lost < 25
     # Shard 1 saw every step; shard 0 lost the updates after its checkpoint and the steps in flight.
     assert report.shard_versions[1] == 3000
     assert 3000 - report.updates_lost - 4 <= report.shard_versions[0] <= 3000 - report.updates_lost
-    assert _accuracy(report.weights, x, y) > 0.8  # 0.87 is the best a softmax does here; 0.25 untrained
+    assert _accuracy(report.weights, x, y) > ASYNC_MIN_ACCURACY
     faults.record("a shard killed in a run (checkpoint every 25 steps)", kills=1, recovered=1,
                   updates_lost=report.updates_lost)
 
@@ -302,14 +324,13 @@ def test_a_run_over_tls_through_a_scheduler_address(tmp_path):
         cluster.close()
 
 
-def test_an_unreachable_scheduler_is_a_quick_clear_error():
+def test_an_unreachable_scheduler_is_a_clear_error():
+    """The connect timeout is the one the message names (the error comes from waiting it out)."""
     pytest.importorskip("distributed")
-    start = time.monotonic()
     with pytest.raises(errors.UnavailableError, match=r"cannot reach the Dask scheduler at tcp://127\.0\.0\.1:9 "
                                                       r"within 2 s"):
         distributed.train(softmax_model, blobs(n=100), scheduler="tcp://127.0.0.1:9", connect_timeout=2,
                           insecure=True, progress=False, verbose=False)
-    assert time.monotonic() - start < 15
 
 
 def model_failing_on_workers():
@@ -340,13 +361,11 @@ def model_with_other_shapes_on_workers():
      r"\('b', \(4,\), 'float32'\)"),
 ])
 def test_a_model_failing_on_a_worker_names_the_worker_and_the_cause(client, model_fn, cause_class, cause):
-    start = time.monotonic()
     with pytest.raises(distributed.WorkerError, match=rf"^worker \d \(tls://127\.0\.0\.1:\d+\) failed: "
                                                       rf"{cause_class.__name__}: {cause}$") as info:
         distributed.train(model_fn, blobs(n=100), workers=2, steps=5, batch_size=10, client=client,
                           progress=False, verbose=False, timeout=20)
     assert info.value.worker in (0, 1) and type(info.value.cause) is cause_class
-    assert time.monotonic() - start < 15
 
 
 def test_bad_arguments_are_refused_before_anything_starts():
@@ -364,4 +383,5 @@ def test_the_softmax_example_trains_with_two_async_workers(mnist_dir):
     assert out.returncode == 0, out.stderr[-2000:]
     last = out.stdout.strip().splitlines()[-1]
     assert re.fullmatch(r"test accuracy: 0\.\d{4}", last)
-    assert float(last.split()[-1]) > 0.85
+    # Measured on the development machine: 0.9021, 0.9021, 0.8979 (3 runs; async, so runs differ).
+    assert float(last.split()[-1]) > 0.88

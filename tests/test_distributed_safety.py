@@ -129,7 +129,6 @@ def test_a_client_without_the_clusters_credentials_cannot_connect(cluster_client
 
     cluster, _ = cluster_client
     address = cluster.scheduler_address
-    start = time.monotonic()
     # Other credentials (a key and certificate of its own): the TLS handshake fails both ways.
     with pytest.raises(errors.UnavailableError, match=rf"cannot reach the Dask scheduler at {address} within 3 s"):
         distributed.connect(address, security=Security.temporary(), timeout=3)
@@ -137,7 +136,6 @@ def test_a_client_without_the_clusters_credentials_cannot_connect(cluster_client
         distributed.connect(address, timeout=3)
     with pytest.raises(OSError):  # a plain TCP connection to the TLS port
         asyncio.run(connect(address.replace("tls://", "tcp://"), timeout=3))
-    assert time.monotonic() - start < 20
 
 
 def test_a_scheduler_without_tls_needs_insecure_and_is_warned_about(caplog):
@@ -174,7 +172,8 @@ class _Rogue(threading.Thread):
         try:
             deadline = time.monotonic() + 30
             while not (runs := {e["run"] for _, e in self.client.get_events(EVENT_TOPIC)} - self.known):
-                assert time.monotonic() < deadline, "no run started within 30 s"
+                if time.monotonic() > deadline:  # a hang guard, not a speed check
+                    raise TimeoutError("no run started within 30 s")
                 time.sleep(0.05)
             (run,) = runs
             (key, address), = Variable(f"pygrad-ps-{run}", client=self.client).get(timeout=10)["shards"]
@@ -226,13 +225,11 @@ def test_a_worker_pushing_non_finite_gradients_fails_the_run(cluster_client):
     _, client = cluster_client
     x, y = blobs(n=400)
     x[250, 3] = np.nan  # worker 1's part starts at row 200: its step 5 (batch 10, no shuffle)
-    start = time.monotonic()
     with pytest.raises(distributed.WorkerError, match=r"^worker 1 \(tls://127\.0\.0\.1:\d+\) failed: InvalidArgumentError: "
                                                       r"parameter-server shard 0 refused the push of worker 1, step 5: "
                                                       r"the gradient of 'W' has \d+ non-finite values"):
         distributed.train(softmax_model, (x, y), workers=2, steps=20, batch_size=10, shuffle=False, client=client,
                           progress=False, verbose=False, timeout=20)
-    assert time.monotonic() - start < 30
 
 
 def test_a_shard_lost_without_a_checkpoint_fails_the_run_unless_allowed(cluster_client):
@@ -241,12 +238,10 @@ def test_a_shard_lost_without_a_checkpoint_fails_the_run_unless_allowed(cluster_
     kw = dict(workers=2, ps_shards=1, mode="async", steps=400, batch_size=20, client=client, progress=False,
               verbose=False, timeout=30, log_every=0.05, kill_ps_at=30,
               optimizer=lambda: tf.train.GradientDescentOptimizer(0.1))
-    start = time.monotonic()
     with pytest.raises(errors.DataLossError, match=r"^parameter-server shard 0 died \(its worker tls://[\d.:]+ is "
                                                    r"gone\) at version \d+ or later, and there is no checkpoint to "
                                                    r"restore it from: its updates are lost.*allow_lost_updates=True"):
         distributed.train(softmax_model, (x, y), **kw)
-    assert time.monotonic() - start < 40
     report = distributed.train(softmax_model, (x, y), allow_lost_updates=True, **kw)
     (failure,) = report.shard_failures
     assert failure["checkpoint"] is None and failure["restored_version"] == 0
@@ -268,12 +263,10 @@ def test_losing_the_scheduler_is_reported_as_such():
         stopper = threading.Thread(target=lambda: (_wait_for_progress(client), cluster.sync(cluster.scheduler.close)),
                                    daemon=True)
         stopper.start()
-        start = time.monotonic()
         with pytest.raises(errors.UnavailableError, match=rf"^lost the Dask scheduler at {cluster.scheduler_address} "
                                                           r"\(the client is \w+\): the run cannot go on"):
             distributed.train(softmax_model, (x, y), workers=1, steps=100000, batch_size=20, client=client,
                               progress=False, verbose=False, timeout=20, log_every=0.05)
-        assert time.monotonic() - start < 30
         stopper.join(timeout=10)
         assert not stopper.is_alive()
     faults.record("the scheduler lost in a run", losses=1, reported_as_scheduler=1)

@@ -118,7 +118,7 @@ def test_input_map_and_return_elements():
         logits, op = pygrad.import_graph_def(data, input_map={"x": feed * 1.0}, return_elements=["logits:0", "logits"],
                                              name="m")
         assert logits.name == "m/logits:0" and op is logits.op
-        np.testing.assert_allclose(pygrad.Session().run(logits, {feed: x}), run(x), rtol=1e-4)
+        np.testing.assert_allclose(pygrad.Session().run(logits, {feed: x}), run(x), rtol=1e-5, atol=1e-6)
 
 
 def test_no_prefix_and_control_inputs():

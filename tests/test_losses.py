@@ -5,6 +5,7 @@ import pytest
 
 import pygrad as tf
 from gradcheck import assert_close, check_grad
+from pygrad.losses import _absolute_error, _huber_error, _log_error, _squared_error
 
 RNG = np.random.default_rng(1)
 Y = RNG.random((4, 3)).astype(np.float32)
@@ -123,29 +124,38 @@ def test_sigmoid_formula_gradient_including_zero():
     assert_close(gv, 1 / (1 + np.exp(-x)) - z, np.float64)
 
 
-@pytest.mark.parametrize("name", ["mean_squared_error", "huber_loss", "log_loss", "absolute_difference"])
-def test_gradients_of_the_elementwise_losses(name):
-    """The losses cast to float32 as TF's do; their per-element formulas are checked in float64 with
-    reduction NONE turned into a sum by grad_ys, against finite differences taken in float32 space."""
-    y = RNG.random((3, 2)) * 0.8 + 0.1
-    p = RNG.random((3, 2)) * 0.8 + 0.1
-    fn = getattr(tf.losses, name)
-    pt = tf.constant(p.astype(np.float32))
-    loss = fn(y.astype(np.float32), pt, weights=W[:3], reduction=tf.losses.Reduction.SUM)
-    with tf.Session() as sess:
-        g = sess.run(tf.gradients(loss, pt)[0])
-    eps = 1e-3
+# The per-element formulas behind four losses (pygrad.losses' private helpers: the public functions
+# cast to float32, as TF's do, so only the formulas can be differentiated in float64).
+ELEMENTWISE = {
+    "mean_squared_error": (_squared_error, {}),
+    "absolute_difference": (_absolute_error, {}),
+    "huber_loss": (_huber_error, {"delta": 0.2}),
+    "log_loss": (_log_error, {"epsilon": 1e-7}),
+}
 
-    def value(q):
-        with tf.Graph().as_default(), tf.Session() as s:
-            return float(s.run(fn(y.astype(np.float64), q, weights=W[:3].astype(np.float64),
-                                  reduction=tf.losses.Reduction.SUM)))
-    fd = np.zeros_like(p)
-    for i in np.ndindex(p.shape):
-        d = np.zeros_like(p)
-        d[i] = eps
-        fd[i] = (value(p + d) - value(p - d)) / (2 * eps)
-    np.testing.assert_allclose(g, fd, rtol=2e-2, atol=2e-3)
+
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
+def test_gradients_of_the_elementwise_losses(name):
+    """The formula's gradient (to labels and predictions) in float64 against central differences,
+    at gradcheck's fd tolerance; then tf.losses' float32 gradient, through the weights and the SUM
+    reduction, against the float64 gradient of sum(weights * formula) at the float32 grad tolerance."""
+    formula, kw = ELEMENTWISE[name]
+    rng = np.random.default_rng(5)
+    y = rng.uniform(0.3, 0.7, (3, 2))
+    p = y + rng.choice([-1.0, 1.0], (3, 2)) * rng.uniform(0.05, 0.25, (3, 2))  # in (0, 1): log_loss's domain
+    e = np.abs(p - y)
+    assert (e < 0.2).any() and (e > 0.2).any() and np.abs(e - 0.2).min() > 1e-3  # both sides of huber's kink
+    check_grad(lambda y, p: formula(y, p, **kw), [y, p])
+
+    y32, p32 = y.astype(np.float32), p.astype(np.float32)
+    w = W[:3]
+    pt = tf.constant(p32)
+    loss = getattr(tf.losses, name)(y32, pt, weights=w, reduction=tf.losses.Reduction.SUM, **kw)
+    p64 = tf.constant(p32.astype(np.float64))
+    want = tf.gradients(tf.reduce_sum(w.astype(np.float64) * formula(y32.astype(np.float64), p64, **kw)), p64)[0]
+    with tf.Session() as sess:
+        got, want = sess.run([tf.gradients(loss, pt)[0], want])
+    assert_close(got, want, np.float32, kind="grad")
 
 
 def test_against_tensorflow(tf_peer):

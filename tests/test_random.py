@@ -307,3 +307,21 @@ def test_dropout_seeded_repeats_across_graphs():
     for x, y in zip(a, b):
         np.testing.assert_array_equal(x, y)
     assert not np.array_equal(a[0], a[1])
+
+
+def test_get_seed_follows_tensorflows_rule(tf_peer):
+    """tf.get_seed as TensorFlow's: no seeds give (None, None), an op seed alone the default graph
+    seed, a graph seed with or without an op seed (TF 2's compat graph numbers its ops otherwise:
+    with no op seed, only the graph seed is compared)."""
+    def seeds(lib):
+        with lib.Graph().as_default():
+            out = [lib.get_seed(None), lib.get_seed(5), lib.random.get_seed(0)]
+            lib.set_random_seed(7)
+            out += [lib.get_seed(5), lib.random.get_seed(3), lib.get_seed(None)[0], lib.set_random_seed(0)]
+            out += [lib.get_seed(0)]
+        return out
+    assert seeds(tf) == seeds(tf_peer) == [(None, None), (87654321, 5), (87654321, 0), (7, 5), (7, 3), 7, None,
+                                           (0, 2 ** 31 - 1)]
+    x = tf.random_uniform([4])  # with no seeds, a random op still draws fresh values each run
+    with tf.Session() as sess:
+        assert not np.array_equal(sess.run(x), sess.run(x))

@@ -223,8 +223,11 @@ def test_softmax_regression(mnist_dir, mode):
 
 # The convnets run on one thread: on the 2-core development machine, busy with other work, two
 # threads made a convnet step 20x slower (about 1.2 s instead of 55 ms), one thread is steady.
-# deep_mnist.py --steps 500 --seed 0: test accuracy 0.9418 under TensorFlow 1, 0.951 under pygrad
-# (seeds 1 and 2: 0.9507, 0.9513); about 35 s.
+# deep_mnist.py --steps 500: test accuracy 0.9418 under TensorFlow 1 (seed 0). Under pygrad a run is
+# the same every time for a seed (seed 0 twice: 0.9383), but a seed's value moves with the build's
+# rounding (seed 0 gave 0.951 on an earlier build), so the floor covers the spread over seeds:
+# seeds 0-4 gave 0.9383, 0.9498, 0.9457, 0.9445, 0.9449 (mean 0.9446, standard deviation 0.0041);
+# the floor is the mean less 3 standard deviations, rounded down. About 35 s on a quiet machine.
 DEEP_MNIST_STEPS = 500
 DEEP_MNIST_MIN_ACCURACY = 0.93
 
@@ -236,12 +239,13 @@ def test_deep_mnist(mnist_dir):
     assert value("test accuracy", out) >= DEEP_MNIST_MIN_ACCURACY, out
 
 
-# parameter_server.py --steps 300 --seed 0: test accuracy 0.94 under TensorFlow 1, 0.9422 under
-# pygrad; about 40 s. Under both, the gradients in one run equal those one by one exactly, and the
-# workers' average differs from the gradient on both batches by rounding only (6.2e-6 under
-# TensorFlow, 9.5e-7 under pygrad).
+# parameter_server.py --steps 300 --seed 0: test accuracy 0.94 under TensorFlow 1; about 40 s. Under
+# both, the gradients in one run equal those one by one exactly, and the workers' average differs
+# from the gradient on both batches by rounding only (6.2e-6 under TensorFlow, 9.5e-7 under pygrad).
+# Under pygrad, seeds 0-2 gave 0.9404, 0.9436, 0.9385 (an earlier build: 0.9422 for seed 0; mean
+# 0.9408, standard deviation 0.0026): the floor is the mean less 3 standard deviations, rounded down.
 PARAMETER_SERVER_STEPS = 300
-PARAMETER_SERVER_MIN_ACCURACY = 0.92
+PARAMETER_SERVER_MIN_ACCURACY = 0.93
 
 
 def test_parameter_server(mnist_dir):

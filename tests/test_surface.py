@@ -220,3 +220,18 @@ def test_old_names_run():
         np.testing.assert_array_equal(sess.run(tf.select(a > 2.0, a, -a)), [[3, -1], [0, 5]])
         np.testing.assert_array_equal(sess.run(tf.pack([a[0], a[1]])), sess.run(a))
         assert sess.run(tf.to_double(tf.constant(1.5))).dtype == np.float64
+
+
+def test_nest_as_tensorflows(tf_peer):
+    """tf.nest's structure functions give TensorFlow's results (is_sequence: TF 2 calls it is_nested)."""
+    structure = {"b": 4, "a": (1, [2, 3])}
+    for lib in (tf, tf_peer):
+        assert lib.nest.pack_sequence_as(structure, [10, 20, 30, 40]) == {"a": (10, [20, 30]), "b": 40}
+        lib.nest.assert_same_structure(structure, {"a": (5, [6, 7]), "b": 8})
+        with pytest.raises(ValueError, match="don't have the same nested structure"):
+            lib.nest.assert_same_structure(structure, {"a": (1, 2), "b": 4})
+        with pytest.raises(TypeError, match="don't have the same sequence type"):
+            lib.nest.assert_same_structure((1, 2), [1, 2])
+        lib.nest.assert_same_structure((1, 2), [1, 2], check_types=False)
+    assert [tf.nest.is_sequence(v) for v in ([1], (), {"a": 1}, 3, "ab")] == [
+        tf_peer.nest.is_nested(v) for v in ([1], (), {"a": 1}, 3, "ab")] == [True, True, True, False, False]

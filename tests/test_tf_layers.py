@@ -63,7 +63,7 @@ def test_same_model_as_tensorflow(tf_peer):
         training = peer.placeholder(peer.bool, [])
         out, again = model(peer, x, training)
         loss = peer.reduce_sum(out * out) + peer.losses.get_regularization_loss()
-        grads = peer.gradients(loss, peer.trainable_variables())
+        grads = peer.gradients(loss, peer.trainable_variables()) + peer.gradients(loss, out)
         sess = peer.Session(graph=g)
         sess.run(peer.global_variables_initializer())
         weights = sess.run(peer.global_variables())
@@ -78,7 +78,7 @@ def test_same_model_as_tensorflow(tf_peer):
     training = tf.placeholder(tf.bool, [])
     out, again = model(tf, x, training)
     loss = tf.reduce_sum(out * out) + tf.losses.get_regularization_loss()
-    grads = tf.gradients(loss, tf.trainable_variables())
+    grads = tf.gradients(loss, tf.trainable_variables()) + tf.gradients(loss, out)
     updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
     # Update ops' names differ (TF 2's compat.v1 builds them from resource-variable ops and tf.cond).
     assert (names(tf.global_variables()), names(tf.trainable_variables()), len(updates),
@@ -92,9 +92,22 @@ def test_same_model_as_tensorflow(tf_peer):
         got_moving = sess.run(tf.global_variables())
         got_infer = sess.run(fetch, {x: xv, training: False})
     # A gradient sums products over the batch and the image: an entry that cancels to near 0 keeps the
-    # rounding of its large terms, so errors are relative to the tensor's magnitude.
-    for i, (a, b) in enumerate(zip(got_train + got_moving + got_infer, want_train + want_moving + want_infer)):
-        assert_close(a, b, np.float32, kind="grad", what=f"value {i}", scale=np.max(np.abs(b)))
+    # rounding of its large terms, so errors are relative to the tensor's magnitude. Some gradients
+    # are 0 in theory (in training, the batch-normalized rows feeding the logits sum to 0 over the
+    # batch, and so do the logits: the gradients of that batch norm's beta and of the logits' bias
+    # are rounding noise): a gradient's scale is at least the largest entry of dL/dlogits (the last
+    # fetch), from which every gradient is summed.
+    def check(got, want, what):
+        seed = np.max(np.abs(want[-1]))
+        assert seed > 0.1, f"{what}: dL/dlogits is {seed}: the scale would vanish"
+        for i, (a, b) in enumerate(zip(got, want)):
+            scale = np.max(np.abs(b)) if i < 3 else max(np.max(np.abs(b)), seed)  # values, then gradients
+            assert_close(a, b, np.float32, kind="grad", what=f"{what} value {i}", scale=scale)
+
+    check(got_train, want_train, "training")
+    check(got_infer, want_infer, "inference")
+    for i, (a, b) in enumerate(zip(got_moving, want_moving)):
+        assert_close(a, b, np.float32, kind="grad", what=f"variable {i}", scale=np.max(np.abs(b)))
 
 
 def test_dense_values_names_and_reuse():
@@ -203,3 +216,69 @@ def test_contrib_initializers():
     assert np.abs(vv).max() <= limit and abs(vv.std() - limit / np.sqrt(3)) < 0.01 * limit
     stddev = np.sqrt(1.3 * 2.0 / 200)
     assert np.abs(nv).max() <= 2 * stddev + 1e-6 and abs(nv.std() - stddev * 0.8796) < 0.05 * stddev
+
+
+class _Scale:
+    """A Layer subclass written against either library's tf.layers.Layer: one weight per channel."""
+
+    @staticmethod
+    def make(lib, init):
+        class Scale(lib.layers.Layer):
+            def build(self, input_shape):
+                self.gain = self.add_weight("gain", [int(input_shape[-1])], initializer=lib.constant_initializer(init))
+                super().build(input_shape)
+
+            def call(self, inputs):
+                return inputs * self.gain
+        return Scale(name="scale")
+
+
+def test_layer_classes_as_tensorflows(tf_peer):
+    """The class forms TF's tf.layers has beside the functions, with the same weights: values,
+    variable names and shapes as TensorFlow's; the aliases are the same classes, as in TF."""
+    peer = tf_layers(tf_peer)
+    rng = np.random.default_rng(11)
+    xv = rng.standard_normal((2, 5, 5, 3)).astype(np.float32)
+    k_t = rng.standard_normal((3, 3, 4, 3)).astype(np.float32)  # Conv2DTranspose: [h, w, out, in]
+    b_t = rng.standard_normal(4).astype(np.float32)
+    k_d = rng.standard_normal((3, 3, 4, 2)).astype(np.float32)  # depthwise, multiplier 2
+    k_p = rng.standard_normal((1, 1, 8, 5)).astype(np.float32)
+    gain = rng.standard_normal(5).astype(np.float32)
+
+    def build(lib):
+        c = lib.constant_initializer
+        layers = [lib.layers.Conv2DTranspose(4, 3, strides=2, padding="same", kernel_initializer=c(k_t),
+                                             bias_initializer=c(b_t), activation=lib.nn.relu),
+                  lib.layers.SeparableConv2D(5, 3, depth_multiplier=2, depthwise_initializer=c(k_d),
+                                             pointwise_initializer=c(k_p)),
+                  lib.layers.AveragePooling2D(2, 2, padding="same"),
+                  _Scale.make(lib, gain),
+                  lib.layers.Flatten()]
+        h, outs = lib.constant(xv), []
+        for layer in layers:
+            h = layer(h)
+            outs.append(h)
+        names = [(v.name, v.shape.as_list()) for v in lib.global_variables()]
+        return outs, names
+
+    with peer.Graph().as_default() as g, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outs, their_names = build(peer)
+        with peer.Session(graph=g) as sess:
+            sess.run(peer.global_variables_initializer())
+            theirs = sess.run(outs)
+    outs, our_names = build(tf)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        ours = sess.run(outs)
+    assert our_names == their_names
+    assert [o.shape for o in ours] == [o.shape for o in theirs] == [(2, 10, 10, 4), (2, 8, 8, 5), (2, 4, 4, 5),
+                                                                    (2, 4, 4, 5), (2, 80)]
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        # sums of products (the convolutions): errors relative to the tensor's magnitude
+        assert_close(a, b, np.float32, what=f"layer {i}", scale=np.max(np.abs(b)))
+    # The aliases of TF 1's tf/python/layers/convolutional.py and pooling.py (tf_keras exports some of them).
+    for alias, same in [("Convolution2DTranspose", "Conv2DTranspose"), ("Deconvolution2D", "Conv2DTranspose"),
+                        ("SeparableConvolution2D", "SeparableConv2D"), ("AveragePool2D", "AveragePooling2D")]:
+        assert getattr(tf.layers, alias) is getattr(tf.layers, same)
+        assert getattr(peer.layers, alias, getattr(peer.layers, same)) is getattr(peer.layers, same)

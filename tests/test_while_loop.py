@@ -1,6 +1,6 @@
 """tf.while_loop: one native run per Session.run, gradients through per-run stacks, nested loops,
 conds inside loops, maximum_iterations, shape invariants and errors inside a loop."""
-import time
+import sys
 
 import numpy as np
 import pytest
@@ -56,13 +56,36 @@ def test_nested_loops_and_a_cond_inside_gradients():
     check_grad(fn, [np.array([0.3, -0.5]), np.array([0.8, 1.1])])
 
 
+def _python_events(sess, fetch, feed):
+    """(value, number of Python-level calls and returns, sys.setprofile's events) of sess.run."""
+    events = [0]
+
+    def count(frame, event, arg):
+        events[0] += 1
+
+    sys.setprofile(count)
+    try:
+        value = sess.run(fetch, feed)
+    finally:
+        sys.setprofile(None)
+    return value, events[0]
+
+
 def test_a_hundred_thousand_iterations_in_one_native_call():
-    _, s = tf.while_loop(lambda i, s: i < 100000, lambda i, s: (i + 1, s + 1.0), [0, tf.constant(0.0, tf.float64)])
+    """The loop runs inside the plan: a run of 100000 trips makes exactly as many Python calls as a
+    run of 10 (none per trip). The same count sees a py_func in the body, called once per trip."""
+    n = tf.placeholder(tf.int32, [])
+    _, s = tf.while_loop(lambda i, s: i < n, lambda i, s: (i + 1, s + 1.0), [0, tf.constant(0.0, tf.float64)])
+    _, t = tf.while_loop(lambda i, t: i < n, lambda i, t: (i + 1, tf.reshape(tf.py_func(
+        lambda v: v + 1.0, [t], tf.float64), [])), [0, tf.constant(0.0, tf.float64)])
     with tf.Session() as sess:
-        sess.run(s)
-        t0 = time.perf_counter()
-        assert sess.run(s) == 100000.0
-        assert time.perf_counter() - t0 < 1.0
+        sess.run(s, {n: 1}), sess.run(t, {n: 1})  # builds the plans
+        (short, few), (long, many) = (_python_events(sess, s, {n: trips}) for trips in (10, 100000))
+        assert (short, long) == (10.0, 100000.0)
+        assert few == many
+        (short, few), (long, many) = (_python_events(sess, t, {n: trips}) for trips in (10, 20))
+        assert (short, long) == (10.0, 20.0)
+        assert many - few >= 10  # at least one Python call per trip of the py_func loop
 
 
 def test_backward_over_1000_iterations_with_the_trip_count_fed():

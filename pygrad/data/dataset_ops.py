@@ -17,7 +17,7 @@ from pygrad.data.iterator_ops import Iterator
 from pygrad.data.structure import SparseSpec, batch_sparse, flatten_shapes, lists_as_arrays, spec_of, trace
 from pygrad.graph import Tensor, TensorLike, get_default_graph
 from pygrad.ops import array_ops, io_ops, script_ops
-from pygrad.ops.random_ops import get_seed
+from pygrad.ops.random_ops import op_seeds
 from pygrad.ops.sparse_tensor import SparseTensor
 from pygrad.shapes import TensorShape, as_shape
 
@@ -428,7 +428,7 @@ class _ShuffleDataset(_Unary):
         super().__init__(input_dataset, input_dataset._specs, input_dataset._structure,
                          [buffer_size] if isinstance(buffer_size, Tensor) else [])
         self._buffer_size = buffer_size
-        self._seeds = get_seed(seed)
+        self._seeds = op_seeds(seed)
         self._reshuffle = reshuffle_each_iteration
         self._passes = 0
 

@@ -11,7 +11,7 @@ from pygrad.ops.activation_ops import sigmoid_cross_entropy_with_logits
 from pygrad.ops.array_ops import cast, convert_to_tensor, expand_dims, ones_like, reshape, stop_gradient, zeros_like
 from pygrad.ops.embedding_ops import embedding_lookup
 from pygrad.ops.manip_ops import concat
-from pygrad.ops.random_ops import _Counter, get_seed
+from pygrad.ops.random_ops import _Counter, op_seeds
 from pygrad.ops.reduction_ops import reduce_max, reduce_sum
 from pygrad.registry import OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape
@@ -45,7 +45,7 @@ UniformCandidateSampler = _sampler_op("UniformCandidateSampler", "uniform")
 
 def _sample(opdef, true_classes, num_true, num_sampled, unique, range_max, seed, name):
     graph = get_default_graph()
-    seed1, seed2 = get_seed(seed)
+    seed1, seed2 = op_seeds(seed)
     counter = _Counter(graph, graph.unique_name("counter"), graph.seed is not None or seed is not None)._variable
     true_classes = convert_to_tensor(true_classes)
     if true_classes.dtype != dtypes.int64:

@@ -525,7 +525,7 @@ class RandomShuffleQueue(QueueBase):
                  name="random_shuffle_queue"):
         super().__init__(dtypes, _as_shape_list(shapes), names, capacity=capacity, name=name)
         self.min_after_dequeue = int(min_after_dequeue)
-        seed1, seed2 = random_ops.get_seed(seed)
+        seed1, seed2 = random_ops.op_seeds(seed)
         self.seeds = None if seed1 is None and seed2 is None else [int(seed1 or 0), int(seed2 or 0)]
 
 

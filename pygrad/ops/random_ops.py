@@ -21,17 +21,26 @@ DEFAULT_GRAPH_SEED = 87654321
 
 def get_seed(op_seed):
     """TF1's rule: (graph seed, op seed); the op count stands in for a missing op seed when the
-    graph has a seed; with neither, fresh random seeds."""
+    graph has a seed; with neither, (None, None)."""
     graph = get_default_graph()
     if graph.seed is not None:
         seeds = (graph.seed, op_seed if op_seed is not None else graph.version)
     elif op_seed is not None:
         seeds = (DEFAULT_GRAPH_SEED, op_seed)
     else:
-        seeds = (secrets.randbits(31), secrets.randbits(31))
+        return None, None
     if seeds == (0, 0):
         return 0, 2 ** 31 - 1
     return int(seeds[0]), int(seeds[1])
+
+
+def op_seeds(op_seed):
+    """The seeds a random op is built with: get_seed's, or fresh random ones where it gives None
+    (as TF's kernels draw their own for seed = seed2 = 0)."""
+    seed1, seed2 = get_seed(op_seed)
+    if seed1 is None:
+        return secrets.randbits(31), secrets.randbits(31)
+    return seed1, seed2
 
 
 class _Counter:
@@ -80,7 +89,7 @@ def _draw(opdef, shape, dtype, seed, seeds=None, name=None):
     the op's (seed, seed2) as a GraphDef holds them (0, 0: unseeded), instead of TF1's rule on seed."""
     graph = get_default_graph()
     if seeds is None:
-        seed1, seed2 = get_seed(seed)
+        seed1, seed2 = op_seeds(seed)
         seeded = graph.seed is not None or seed is not None
     else:
         (seed1, seed2), seeded = seeds, any(seeds)
@@ -162,7 +171,7 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
 def _counter(seed):
     """(the new counter variable, seed1, seed2) of a random op, by TF's seed rules."""
     graph = get_default_graph()
-    seed1, seed2 = get_seed(seed)
+    seed1, seed2 = op_seeds(seed)
     seeded = graph.seed is not None or seed is not None
     return _Counter(graph, graph.unique_name("counter"), seeded)._variable, seed1, seed2
 
