@@ -22,6 +22,8 @@ CALLS = {"assert_allclose", "allclose", "isclose"}
 
 # (file, test function, "rtol" or "atol"): why the bound must be looser than the table.
 LOOSE = {
+    ("test_contrib_seq2seq.py", "test_sample_embedding_helper_follows_the_softmax", "atol"):
+        "frequencies of sampled ids against the softmax: a statistical bound",
     ("test_contrib_distributions.py", "test_sample_moments", "rtol"):
         "a sample standard deviation of n draws, not a computed value: a statistical bound",
     ("test_sampled_losses.py", "test_log_uniform_sampler", "rtol"):

@@ -21,9 +21,11 @@ from pygrad.ops.manip_ops import concat
 from pygrad.ops.nn_ops import bias_add, sparse_softmax_cross_entropy_with_logits
 from pygrad.ops.reduction_ops import argmax, reduce_sum
 from pygrad.ops.variable_scope import get_variable, get_variable_scope, variable_scope
-from pygrad.rnn.cells import batch_zeros
-from pygrad.rnn.contrib_wrappers import (EmbeddingWrapper, OutputProjectionWrapper, attention_keys,
-                                         attention_read, linear)
+from pygrad.rnn.cells import batch_zeros as _batch_zeros
+from pygrad.rnn.contrib_wrappers import (EmbeddingWrapper as _EmbeddingWrapper,
+                                         OutputProjectionWrapper as _OutputProjectionWrapper,
+                                         attention_keys as _attention_keys, attention_read as _attention_read,
+                                         linear as _linear)
 from pygrad.rnn.static import static_rnn
 
 __all__ = ["attention_decoder", "basic_rnn_seq2seq", "embedding_attention_decoder", "embedding_attention_seq2seq",
@@ -136,11 +138,11 @@ def embedding_rnn_seq2seq(encoder_inputs, decoder_inputs, cell, num_encoder_symb
     time. Scope "embedding_rnn_seq2seq"."""
     with variable_scope(scope or "embedding_rnn_seq2seq", dtype=dtype) as scope:
         dtype = scope.dtype
-        encoder_cell = EmbeddingWrapper(copy.deepcopy(cell), embedding_classes=num_encoder_symbols,
+        encoder_cell = _EmbeddingWrapper(copy.deepcopy(cell), embedding_classes=num_encoder_symbols,
                                         embedding_size=embedding_size)
         _, encoder_state = static_rnn(encoder_cell, encoder_inputs, dtype=dtype)
         if output_projection is None:
-            cell = OutputProjectionWrapper(cell, num_decoder_symbols)
+            cell = _OutputProjectionWrapper(cell, num_decoder_symbols)
 
         def decoder(feed, update_embedding):
             return embedding_rnn_decoder(decoder_inputs, encoder_state, cell, num_decoder_symbols, embedding_size,
@@ -163,7 +165,7 @@ def embedding_tied_rnn_seq2seq(encoder_inputs, decoder_inputs, cell, num_symbols
         emb_encoder_inputs = [embedding_lookup(embedding, x) for x in encoder_inputs]
         emb_decoder_inputs = [embedding_lookup(embedding, x) for x in decoder_inputs]
         if output_projection is None:
-            cell = OutputProjectionWrapper(cell, num_decoder_symbols if num_decoder_symbols is not None
+            cell = _OutputProjectionWrapper(cell, num_decoder_symbols if num_decoder_symbols is not None
                                            else num_symbols)
 
         def decoder(feed, update_embedding):
@@ -179,9 +181,9 @@ def attention_decoder(decoder_inputs, initial_state, attention_states, cell, out
                       loop_function=None, dtype=None, scope=None, initial_state_attention=False):
     """The cell decodes decoder_inputs (a list of [batch, depth]) attending to attention_states
     [batch, length, size] with num_heads heads: at each step the cell runs on
-    linear([input] + attns) ("kernel", "bias"), each head reads the states with the new state as
+    _linear([input] + attns) ("kernel", "bias"), each head reads the states with the new state as
     query (keys by "AttnW_<a>" [1, 1, size, size], scores by "AttnV_<a>", the query's map in
-    "Attention_<a>"), and the output is linear([cell output] + attns, output_size) in
+    "Attention_<a>"), and the output is _linear([cell output] + attns, output_size) in
     "AttnOutputProjection". The first attns are zeros, or read with initial_state when
     initial_state_attention. Scope "attention_decoder". Returns (outputs, final state)."""
     if not decoder_inputs:
@@ -199,7 +201,7 @@ def attention_decoder(decoder_inputs, initial_state, attention_states, cell, out
         attn_size = attention_states.shape[2].value
         keys, v = [], []
         for a in range(num_heads):
-            keys.append(attention_keys(attention_states, get_variable(f"AttnW_{a}", [1, 1, attn_size, attn_size])))
+            keys.append(_attention_keys(attention_states, get_variable(f"AttnW_{a}", [1, 1, attn_size, attn_size])))
             v.append(get_variable(f"AttnV_{a}", [attn_size]))
 
         def attention(query):
@@ -211,11 +213,11 @@ def attention_decoder(decoder_inputs, initial_state, attention_states, cell, out
             reads = []
             for a in range(num_heads):
                 with variable_scope(f"Attention_{a}"):
-                    reads.append(attention_read(attention_states, keys[a], v[a], linear(query, attn_size, True)))
+                    reads.append(_attention_read(attention_states, keys[a], v[a], _linear(query, attn_size, True)))
             return reads
 
         state, outputs, prev = initial_state, [], None
-        attns = [batch_zeros(batch_size, [attn_size], dtype) for _ in range(num_heads)]
+        attns = [_batch_zeros(batch_size, [attn_size], dtype) for _ in range(num_heads)]
         if initial_state_attention:
             attns = attention(initial_state)
         for i, inp in enumerate(decoder_inputs):
@@ -228,14 +230,14 @@ def attention_decoder(decoder_inputs, initial_state, attention_states, cell, out
             if inp.shape.ndims != 2 or inp.shape[1].value is None:
                 raise _error("attention_decoder", f"Could not infer input size from input: {inp.name} of shape "
                                                   f"{inp.shape}")
-            cell_output, state = cell(linear([inp] + attns, inp.shape[1].value, True), state)
+            cell_output, state = cell(_linear([inp] + attns, inp.shape[1].value, True), state)
             if i == 0 and initial_state_attention:
                 with variable_scope(get_variable_scope(), reuse=True):
                     attns = attention(state)
             else:
                 attns = attention(state)
             with variable_scope("AttnOutputProjection"):
-                output = linear([cell_output] + attns, output_size, True)
+                output = _linear([cell_output] + attns, output_size, True)
             if loop_function is not None:
                 prev = output
             outputs.append(output)
@@ -272,13 +274,13 @@ def embedding_attention_seq2seq(encoder_inputs, decoder_inputs, cell, num_encode
     "embedding_attention_seq2seq"."""
     with variable_scope(scope or "embedding_attention_seq2seq", dtype=dtype) as scope:
         dtype = scope.dtype
-        encoder_cell = EmbeddingWrapper(encoder_cell if encoder_cell is not None else copy.deepcopy(cell),
+        encoder_cell = _EmbeddingWrapper(encoder_cell if encoder_cell is not None else copy.deepcopy(cell),
                                         embedding_classes=num_encoder_symbols, embedding_size=embedding_size)
         encoder_outputs, encoder_state = static_rnn(encoder_cell, encoder_inputs, dtype=dtype)
         attention_states = concat([reshape(e, [-1, 1, cell.output_size]) for e in encoder_outputs], 1)
         output_size = None
         if output_projection is None:
-            cell = OutputProjectionWrapper(cell, num_decoder_symbols)
+            cell = _OutputProjectionWrapper(cell, num_decoder_symbols)
             output_size = num_decoder_symbols
 
         def decoder(feed, update_embedding):
