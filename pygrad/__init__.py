@@ -248,6 +248,14 @@ _message = _proto.lazy_messages(__name__, _MESSAGES)
 _LAZY_MODULES = ("estimator",)
 
 
+def alias_tensorflow():
+    """Makes `import tensorflow` (tensorflow.compat.v1, tensorflow.contrib.*, tensorflow.python.*, ...) give
+    pygrad from now on in this process, as `python -m pygrad program.py` does: for a notebook. Idempotent.
+    The import hook (pygrad/tf_alias.py) sits above this package and is imported only here."""
+    import importlib
+    importlib.import_module("pygrad.tf_alias").alias_tensorflow()
+
+
 def __getattr__(name):
     if name in _LAZY_MODULES:
         import importlib

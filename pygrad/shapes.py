@@ -154,8 +154,23 @@ def as_shape(shape):
     return shape if isinstance(shape, TensorShape) else TensorShape(shape)
 
 
-def unknown_shape():
-    return TensorShape(None)
+def unknown_shape(rank=None):
+    """A shape of unknown rank, or of rank unknown dimensions (TF's tensor_shape.unknown_shape)."""
+    return TensorShape(None if rank is None else [None] * rank)
+
+
+def as_dimension(value):
+    return value if isinstance(value, Dimension) else Dimension(value)
+
+
+def dimension_value(dimension):
+    """A dimension's int or None, of a Dimension or of a plain value (TF's tensor_shape.dimension_value)."""
+    return dimension.value if isinstance(dimension, Dimension) else dimension
+
+
+def dimension_at_index(shape, index):
+    """The Dimension at index; Dimension(None) when the rank is unknown (TF's tensor_shape.dimension_at_index)."""
+    return as_shape(shape)[index]
 
 
 def broadcast_shape(a, b):

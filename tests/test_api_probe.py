@@ -552,6 +552,8 @@ PROBES = {
     "logging": lambda: tf.logging.set_verbosity(tf.logging.WARN) is None and tf.logging.INFO < tf.logging.WARN,
     "gfile": lambda: tf.gfile.Exists(".") and tf.gfile.IsDirectory("."),
     "compat.v1": lambda: tf.compat.v1.placeholder is tf.placeholder,
+    # pygrad's own: `import tensorflow` as pygrad (tests/test_unchanged_programs.py runs programs through it)
+    "alias_tensorflow": lambda: "alias_tensorflow" in dir(tf) and tf.alias_tensorflow.__module__ == "pygrad",
     "arg_max / arg_min": lambda: run(tf.arg_max(tf.constant([1, 3, 2]), 0)) == 1 and
     run(tf.arg_min(tf.constant([1, 3, 2]), 0)) == 0,
     "mul / sub / neg / select": lambda: run(tf.select(tf.constant([True]), tf.mul([2], 3) + tf.neg(1) + tf.sub(1, 1),

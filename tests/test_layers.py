@@ -27,7 +27,9 @@ LAYERS = [
              "pygrad.examples.*", "pygrad.meta_graph", "pygrad.graph_util", "pygrad.saved_model",
              "pygrad.saved_model.*", "pygrad.feature_column", "pygrad.feature_column.*"]),
     ("surface", ["pygrad"]),
-    # Above the surface: the parameter server runs user code written on `import pygrad as tf`.
+    # Above the surface: `import tensorflow` as pygrad (the import hook maps onto the package as a whole) and
+    # the parameter server, which runs user code written on `import pygrad as tf`.
+    ("alias", ["pygrad.tf_alias", "pygrad.__main__"]),
     ("distributed", ["pygrad.distributed", "pygrad.distributed.*"]),
 ]
 
