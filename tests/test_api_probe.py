@@ -389,6 +389,9 @@ PROBES = {
     "nn.l2_normalize": lambda: np.allclose(run(tf.nn.l2_normalize(tf.constant([3.0, 4.0]), 0)), [0.6, 0.8]),
     "nn.conv2d_transpose": lambda: run(tf.nn.conv2d_transpose(
         tf.constant(IMG), tf.ones([3, 3, 2, 3]), [2, 12, 12, 2], [1, 2, 2, 1], "SAME")).shape == (2, 12, 12, 2),
+    "nn.atrous_conv2d / conv2d(dilations)": lambda: run(tf.nn.atrous_conv2d(
+        tf.constant(IMG), tf.ones([3, 3, 3, 2]), 2, "SAME")).shape == (2, 6, 6, 2) and run(tf.nn.conv2d(
+            tf.constant(IMG), tf.ones([3, 3, 3, 2]), 1, "VALID", dilations=[1, 2, 1, 1])).shape == (2, 2, 4, 2),
     "nn.log_softmax": lambda: np.allclose(np.exp(run(tf.nn.log_softmax(tf.constant([1., 2.])))).sum(), 1.0),
     "nn.rnn_cell + static_rnn": _static_rnn,
     "sin / cos": lambda: np.allclose(run(tf.sin(tf.constant(0.5)) ** 2 + tf.cos(tf.constant(0.5)) ** 2), 1.0),
