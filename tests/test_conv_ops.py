@@ -202,9 +202,13 @@ def test_dilated_conv2d_names_shapes_and_atrous_conv2d():
     unknown; tf.nn.atrous_conv2d is conv2d with dilations [1, rate, rate, 1]."""
     case = DILATED[0]
     x, f = _conv_inputs(case, "float64", "atrous")
-    y = tf.nn.conv2d(tf.placeholder(tf.float64, [None, 9, 8, 3]), f, 1, "SAME", dilations=2, name="layer")
+    xs = tf.placeholder(tf.float64, [None, 9, 8, 3])
+    y = tf.nn.conv2d(xs, f, 1, "SAME", dilations=2, name="layer")
     assert y.op.name == "layer" and y.shape.as_list() == [None, 9, 8, 4]
     assert y.op.inputs[0].op.name.startswith("layer/")
+    with tf.Session() as sess:  # the batch known only when fed
+        for n in (1, 2):
+            assert_close(sess.run(y, {xs: x[:n]}), case.ref(x[:n], f))
     assert_close(run_forward(lambda a, b: tf.nn.atrous_conv2d(a, b, 2, "SAME"), [x, f]), case.ref(x, f))
     assert tf.nn.atrous_conv2d(tf.zeros([1, 9, 9, 3]), tf.zeros([3, 3, 3, 2]), 3, "VALID").shape.as_list() == [
         1, 3, 3, 2]
