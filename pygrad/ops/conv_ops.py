@@ -248,8 +248,9 @@ def _dilated_conv2d(x, f, strides, padding, data_format, rates, name):
     for size, k, s, r in zip(dims[1:3], fdims[:2], strides[1:3], rates):
         window = (k - 1) * r + 1
         before = _pad_before(size, window, s, padding)
+        # the stride-1 output's length, after TF's padding for this stride
         full = size - window + 1 + (max((-(-size // s) - 1) * s + window - size, 0) if padding == "SAME" else 0)
-        if full < 1:  # the stride-1 output's length
+        if full < 1:
             raise Conv2D.error(f"with VALID padding the dilated filter ({window} wide: {k} taps, dilation {r}) "
                                f"must fit in the input, got input: {x.shape}", name)
         phase = k - 1 + -(-full // r)  # each phase's length: r of them cover the padded input
