@@ -26,7 +26,8 @@ def model(lib, x, training):
     h = lib.layers.conv2d(x, 4, 3, padding="same", activation=lib.nn.relu,
                           kernel_regularizer=l2)
     h = lib.layers.conv2d(h, 4, 3, padding="same", dilation_rate=(2, 1), name="atrous")
-    h = lib.layers.separable_conv2d(h, 4, 3, padding="same", dilation_rate=2, depth_multiplier=2)
+    h = lib.layers.separable_conv2d(h, 4, 3, padding="same", dilation_rate=2, depth_multiplier=2,
+                                    activation=lib.nn.relu)  # a bias right before batch norm would get no gradient
     h = lib.layers.batch_normalization(h, training=training, momentum=0.9)
     h = lib.layers.max_pooling2d(h, 2, 2)
     h = lib.layers.conv2d_transpose(h, 3, 3, strides=2, padding="same")
