@@ -4,7 +4,8 @@ from pygrad.ops.activation_ops import (crelu, elu, l2_normalize, leaky_relu, rel
                                        weighted_cross_entropy_with_logits)
 from pygrad.ops.candidate_sampling import (log_uniform_candidate_sampler, nce_loss, sampled_softmax_loss,  # noqa: F401
                                            uniform_candidate_sampler)
-from pygrad.ops.conv_ops import avg_pool, avg_pool2d, conv2d, conv2d_transpose, max_pool, max_pool2d  # noqa: F401
+from pygrad.ops.conv_ops import (atrous_conv2d, avg_pool, avg_pool2d, conv2d, conv2d_transpose,  # noqa: F401
+                                 max_pool, max_pool2d)
 from pygrad.ops.depthwise_ops import depthwise_conv2d, depthwise_conv2d_native, separable_conv2d  # noqa: F401
 from pygrad.ops.embedding_ops import embedding_lookup  # noqa: F401
 from pygrad.ops.sparse_embedding import embedding_lookup_sparse, safe_embedding_lookup_sparse  # noqa: F401

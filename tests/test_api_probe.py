@@ -291,14 +291,17 @@ def _optimize_loss():
 
 
 def _slim_nets():
-    from pygrad.contrib.slim.nets import alexnet, inception, resnet_v1, resnet_v2, vgg
+    from pygrad.contrib.slim.nets import alexnet, inception, lenet, mobilenet_v1, resnet_v1, resnet_v2, vgg
     x = tf.placeholder(tf.float32, [1, 224, 224, 3])
     with tf.contrib.slim.arg_scope(resnet_v1.resnet_arg_scope()):
         logits, end_points = resnet_v1.resnet_v1_50(x, 10)
     return logits.shape.as_list() == [1, 1, 1, 10] and "predictions" in end_points and all(
         callable(f) for f in (vgg.vgg_16, vgg.vgg_19, vgg.vgg_a, alexnet.alexnet_v2, resnet_v1.resnet_v1_101,
                               resnet_v2.resnet_v2_50, inception.inception_v1, inception.inception_v2,
-                              inception.inception_v3))
+                              inception.inception_v3, lenet.lenet, lenet.lenet_arg_scope, mobilenet_v1.mobilenet_v1,
+                              mobilenet_v1.mobilenet_v1_base, mobilenet_v1.mobilenet_v1_025,
+                              mobilenet_v1.mobilenet_v1_050, mobilenet_v1.mobilenet_v1_075,
+                              mobilenet_v1.mobilenet_v1_arg_scope))
 
 
 def _print():
@@ -413,7 +416,7 @@ PROBES = {
     "contrib.slim.evaluation / slim.learning.train / train.FinalOpsHook": lambda: callable(
         tf.contrib.slim.evaluation.evaluate_once) and callable(tf.contrib.slim.evaluation.evaluation_loop) and
     callable(tf.contrib.slim.learning.train) and issubclass(tf.train.FinalOpsHook, tf.train.SessionRunHook),
-    "contrib.slim.nets (vgg, alexnet, resnet_v1, resnet_v2, inception)": _slim_nets,
+    "contrib.slim.nets (vgg, alexnet, resnet_v1, resnet_v2, inception, lenet, mobilenet_v1)": _slim_nets,
     "contrib.distributions (Normal, Bernoulli, Categorical, kl_divergence)": lambda: run(
         tf.contrib.distributions.kl_divergence(tf.contrib.distributions.Normal(0.0, 1.0),
                                                tf.contrib.distributions.Normal(0.0, 1.0))) == 0.0 and
@@ -453,6 +456,9 @@ PROBES = {
     "nn.l2_normalize": lambda: np.allclose(run(tf.nn.l2_normalize(tf.constant([3.0, 4.0]), 0)), [0.6, 0.8]),
     "nn.conv2d_transpose": lambda: run(tf.nn.conv2d_transpose(
         tf.constant(IMG), tf.ones([3, 3, 2, 3]), [2, 12, 12, 2], [1, 2, 2, 1], "SAME")).shape == (2, 12, 12, 2),
+    "nn.atrous_conv2d / conv2d(dilations)": lambda: run(tf.nn.atrous_conv2d(
+        tf.constant(IMG), tf.ones([3, 3, 3, 2]), 2, "SAME")).shape == (2, 6, 6, 2) and run(tf.nn.conv2d(
+            tf.constant(IMG), tf.ones([3, 3, 3, 2]), 1, "VALID", dilations=[1, 2, 1, 1])).shape == (2, 2, 4, 2),
     "nn.log_softmax": lambda: np.allclose(np.exp(run(tf.nn.log_softmax(tf.constant([1., 2.])))).sum(), 1.0),
     "nn.rnn_cell + static_rnn": _static_rnn,
     "sin / cos": lambda: np.allclose(run(tf.sin(tf.constant(0.5)) ** 2 + tf.cos(tf.constant(0.5)) ** 2), 1.0),

@@ -23,6 +23,10 @@ LAYER_CASES = {
         biases_regularizer=sl.l1_regularizer(0.2)), [IMAGES]),
     "separable_conv2d-depthwise-only": (lambda lib, sl, x: sl.separable_conv2d(
         x, None, 3, depth_multiplier=2, stride=2, padding="VALID"), [IMAGES]),
+    "conv2d-rate": (lambda lib, sl, x: sl.conv2d(x, 4, [3, 3], rate=2), [IMAGES]),
+    "separable_conv2d-rate": (lambda lib, sl, x: [sl.separable_conv2d(x, 4, 3, rate=[2, 3]),
+                                                  sl.separable_conv2d(x, None, 3, rate=2, padding="VALID")],
+                              [IMAGES]),
     "conv2d-normalizer-no-bias": (lambda lib, sl, x: sl.conv2d(
         x, 3, 1, normalizer_fn=sl.layer_norm, biases_initializer=None, trainable=False), [IMAGES]),
     "pools": (lambda lib, sl, x: [sl.max_pool2d(x, [3, 2], stride=[1, 2], padding="SAME"),
@@ -121,6 +125,8 @@ def test_bad_inputs_are_refused_as_tf_slim(tf_slim, tf_peer):
                 sl.layer_norm(lib.zeros([2, 3]), begin_norm_axis=2)
             with pytest.raises(TypeError, match="include is provided but is not a list or a tuple"):
                 sl.get_variables_to_restore(include="conv")
+            with pytest.raises(ValueError, match="`strides > 1` not supported in conjunction with `dilation_rate > 1`"):
+                sl.conv2d(lib.zeros([1, 8, 8, 2]), 2, 3, stride=2, rate=2)
     with pytest.raises(ValueError, match="'NCHW' is not supported"):
         tf.contrib.slim.conv2d(tf.zeros([1, 3, 4, 4]), 2, 3, data_format="NCHW")
     with pytest.raises(ValueError, match=r"Conv.*4-D NHWC inputs, got inputs of shape \(2, 3\)"):

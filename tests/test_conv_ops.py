@@ -34,24 +34,26 @@ def ref_window(size, k, stride, padding):
     return (size - k + stride) // stride, 0
 
 
-def _taps(x_shape, k, strides, padding):
-    """For each output position (i, j): the valid input positions of its window, in row-major order."""
+def _taps(x_shape, k, strides, padding, dilations=(1, 1)):
+    """For each output position (i, j): the valid input positions of its window, in row-major order.
+    A dilation d puts the taps d apart: the window is (k - 1) * d + 1 wide."""
     _, h, w, _ = x_shape
-    oh, pt = ref_window(h, k[0], strides[0], padding)
-    ow, pl = ref_window(w, k[1], strides[1], padding)
+    (dh, dw) = dilations
+    oh, pt = ref_window(h, (k[0] - 1) * dh + 1, strides[0], padding)
+    ow, pl = ref_window(w, (k[1] - 1) * dw + 1, strides[1], padding)
     taps = {}
     for i in range(oh):
         for j in range(ow):
-            taps[i, j] = [(a, b, i * strides[0] - pt + a, j * strides[1] - pl + b)
+            taps[i, j] = [(a, b, i * strides[0] - pt + a * dh, j * strides[1] - pl + b * dw)
                           for a in range(k[0]) for b in range(k[1])
-                          if 0 <= i * strides[0] - pt + a < h and 0 <= j * strides[1] - pl + b < w]
+                          if 0 <= i * strides[0] - pt + a * dh < h and 0 <= j * strides[1] - pl + b * dw < w]
     return oh, ow, taps
 
 
-def ref_conv2d(x, f, strides, padding):
+def ref_conv2d(x, f, strides, padding, dilations=(1, 1)):
     """y[n, i, j, :] = sum over the window's taps of x[n, ih, iw, :] @ f[a, b], in float64."""
     x, f = np.asarray(x, np.float64), np.asarray(f, np.float64)
-    oh, ow, taps = _taps(x.shape, f.shape[:2], strides, padding)
+    oh, ow, taps = _taps(x.shape, f.shape[:2], strides, padding, dilations)
     y = np.zeros((x.shape[0], oh, ow, f.shape[3]))
     for (i, j), window in taps.items():
         for a, b, ih, iw in window:
@@ -94,13 +96,19 @@ class Conv(NamedTuple):
     strides: tuple
     padding: str
     note: str = ""
+    dilations: tuple = (1, 1)
 
     @property
     def id(self):
-        return f"{shape_id(self.x)}*{shape_id(self.f)}-s{self.strides[0]}{self.strides[1]}-{self.padding}"
+        rate = "" if self.dilations == (1, 1) else f"-d{self.dilations[0]}{self.dilations[1]}"
+        return f"{shape_id(self.x)}*{shape_id(self.f)}-s{self.strides[0]}{self.strides[1]}-{self.padding}{rate}"
 
     def fn(self, x, f):
-        return tf.nn.conv2d(x, f, strides=[1, *self.strides, 1], padding=self.padding)
+        return tf.nn.conv2d(x, f, strides=[1, *self.strides, 1], padding=self.padding,
+                            dilations=[1, *self.dilations, 1])
+
+    def ref(self, x, f):
+        return ref_conv2d(x, f, self.strides, self.padding, self.dilations)
 
 
 CONV = [
@@ -116,6 +124,15 @@ CONV = [
     Conv((3, 4, 3, 2), (4, 3, 2, 5), (2, 2), "VALID", "filter covers the input: the patches are the input"),
     Conv((2, 5, 5, 3), (1, 1, 3, 2), (2, 2), "SAME", "strided pointwise: im2col"),
 ]
+# Dilated: composed of pad, reshapes, transposes and one plain convolution (conv_ops._dilated_conv2d).
+DILATED = [
+    Conv((2, 9, 8, 3), (3, 3, 3, 4), (1, 1), "SAME", dilations=(2, 2)),
+    Conv((1, 10, 7, 2), (3, 2, 2, 3), (1, 1), "VALID", dilations=(2, 3)),
+    Conv((2, 9, 9, 2), (3, 3, 2, 2), (2, 2), "SAME", "strides and dilations together (tf.nn.conv2d allows it)",
+         dilations=(2, 2)),
+    Conv((1, 5, 6, 2), (3, 3, 2, 2), (1, 1), "SAME", "the dilated window wider than the input", dilations=(4, 4)),
+    Conv((1, 8, 8, 1), (2, 2, 1, 2), (3, 1), "SAME", "even filter, unequal strides and rates", dilations=(1, 3)),
+]
 SMALL_CONV = [Conv((1, 5, 4, 2), (3, 3, 2, 2), (2, 2), "SAME"), Conv((2, 4, 4, 1), (2, 3, 1, 2), (1, 1), "VALID")]
 
 
@@ -125,13 +142,11 @@ def _conv_inputs(case, dtype, *key):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("case", CONV, ids=lambda c: c.id)
+@pytest.mark.parametrize("case", CONV + DILATED, ids=lambda c: c.id)
 def test_conv2d_forward(case, dtype):
     x, f = _conv_inputs(case, dtype)
     # Each output is a dot product: its rounding error is relative to |x| conv |f|, not to the result.
-    scale = ref_conv2d(np.abs(x), np.abs(f), case.strides, case.padding)
-    assert_close(run_forward(case.fn, [x, f]), ref_conv2d(x, f, case.strides, case.padding), dtype=dtype,
-                 scale=scale)
+    assert_close(run_forward(case.fn, [x, f]), case.ref(x, f), dtype=dtype, scale=case.ref(np.abs(x), np.abs(f)))
 
 
 @pytest.mark.parametrize("case", [CONV[1], CONV[3], CONV[5]], ids=lambda c: c.id)
@@ -152,7 +167,7 @@ def test_conv2d_static_shape_keeps_unknown_batch():
     assert df.op.type == "Conv2DBackpropFilter" and df.shape.as_list() == [3, 4, 3, 2]
 
 
-@pytest.mark.parametrize("case", CONV + SMALL_CONV, ids=lambda c: c.id)
+@pytest.mark.parametrize("case", CONV + SMALL_CONV + DILATED, ids=lambda c: c.id)
 def test_conv2d_grad(case):
     """Input and filter gradients: elementwise for small cases, by projection above 200 elements."""
     check_grad(case.fn, _conv_inputs(case, "float64", "grad"))
@@ -177,9 +192,26 @@ def test_conv2d_backprop_ops_grad(case):
     check_grad(backprops, [x, f, dy])
 
 
-def test_conv2d_second_derivative():
-    case = SMALL_CONV[0]
+@pytest.mark.parametrize("case", [SMALL_CONV[0], DILATED[1]], ids=lambda c: c.id)
+def test_conv2d_second_derivative(case):
     check_grad(case.fn, _conv_inputs(case, "float64", "order2"), order=2)
+
+
+def test_dilated_conv2d_names_shapes_and_atrous_conv2d():
+    """One output named as the op (the composition's nodes under it), static shapes with the batch
+    unknown; tf.nn.atrous_conv2d is conv2d with dilations [1, rate, rate, 1]."""
+    case = DILATED[0]
+    x, f = _conv_inputs(case, "float64", "atrous")
+    xs = tf.placeholder(tf.float64, [None, 9, 8, 3])
+    y = tf.nn.conv2d(xs, f, 1, "SAME", dilations=2, name="layer")
+    assert y.op.name == "layer" and y.shape.as_list() == [None, 9, 8, 4]
+    assert y.op.inputs[0].op.name.startswith("layer/")
+    with tf.Session() as sess:  # the batch known only when fed
+        for n in (1, 2):
+            assert_close(sess.run(y, {xs: x[:n]}), case.ref(x[:n], f))
+    assert_close(run_forward(lambda a, b: tf.nn.atrous_conv2d(a, b, 2, "SAME"), [x, f]), case.ref(x, f))
+    assert tf.nn.atrous_conv2d(tf.zeros([1, 9, 9, 3]), tf.zeros([3, 3, 3, 2]), 3, "VALID").shape.as_list() == [
+        1, 3, 3, 2]
 
 
 def test_conv2d_argument_forms():
@@ -374,9 +406,21 @@ def test_channel_mismatch_names_op_shapes_and_site():
      r"Conv2D 'Conv2D(_\d+)?': data_format must be 'NHWC', got 'NCHW'"),
     (lambda: tf.nn.max_pool(tf.placeholder(tf.float32, [None, 1, 28, 28]), 2, 2, "SAME", data_format="NCHW"),
      r"MaxPool 'MaxPool(_\d+)?': data_format must be 'NHWC'"),
-    (lambda: tf.nn.conv2d(tf.placeholder(tf.float32, [None, 8, 8, 1]), tf.zeros([3, 3, 1, 2]), 1, "SAME",
+    (lambda: tf.nn.conv2d(tf.placeholder(tf.float32, [None, None, 8, 1]), tf.zeros([3, 3, 1, 2]), 1, "SAME",
                           dilations=[1, 2, 2, 1]),
-     r"Conv2D 'Conv2D(_\d+)?': dilations other than 1 are not supported, got \[1, 2, 2, 1\]"),
+     r"Conv2D 'Conv2D(_\d+)?': with dilations \[1, 2, 2, 1\] the input must be 4-D with its height, width and "
+     r"channels known when the graph is built, and the filter's shape known; got input: \(\?, \?, 8, 1\)"),
+    (lambda: tf.nn.conv2d(tf.placeholder(tf.float32, [None, 8, 8, 1]), tf.zeros([3, 3, 1, 2]), 1, "SAME",
+                          dilations=[2, 1, 1, 1]),
+     r"Conv2D 'Conv2D(_\d+)?': dilations other than 1 are not supported, got \[2, 1, 1, 1\]"),
+    (lambda: tf.nn.conv2d(tf.placeholder(tf.float32, [None, 8, 8, 2]), tf.zeros([3, 3, 1, 2]), 1, "SAME",
+                          dilations=2),
+     r"Conv2D 'Conv2D(_\d+)?': input depth must equal filter in_channels, got input: \(\?, 8, 8, 2\) and filter: "
+     r"\(3, 3, 1, 2\) \(2 != 1\)"),
+    (lambda: tf.nn.conv2d(tf.placeholder(tf.float32, [None, 8, 8, 1]), tf.zeros([3, 3, 1, 2]), 1, "VALID",
+                          dilations=4),
+     r"with VALID padding the dilated filter \(9 wide: 3 taps, dilation 4\) must fit in the input, got input: "
+     r"\(\?, 8, 8, 1\)"),
     (lambda: tf.nn.conv2d(tf.placeholder(tf.float32, [None, 8, 8, 1]), tf.zeros([3, 3, 1, 2]), [2, 1, 1, 1], "SAME"),
      r"strides must be \[1, sh, sw, 1\] \(none over the batch or the channels\), got \[2, 1, 1, 1\]"),
     (lambda: tf.nn.conv2d(tf.placeholder(tf.float32, [None, 8, 8, 1]), tf.zeros([3, 3, 1, 2]), 1, "FULL"),
@@ -385,7 +429,8 @@ def test_channel_mismatch_names_op_shapes_and_site():
      r"with VALID padding the filter must fit in the input, got input: \(\?, 4, 8, 1\) and filter height 5 \(4 < 5\)"),
     (lambda: tf.nn.max_pool(tf.placeholder(tf.float32, [None, 4, 8, 1]), [1, 1, 2, 2], 1, "SAME"),
      r"ksize must be \[1, kh, kw, 1\]"),
-], ids=["conv-rank3", "maxpool-rank3", "avgpool-rank3", "conv-nchw", "pool-nchw", "dilations", "strides",
+], ids=["conv-rank3", "maxpool-rank3", "avgpool-rank3", "conv-nchw", "pool-nchw", "dilations-unknown-height",
+        "dilations-batch", "dilations-depth", "dilations-valid-too-small", "strides",
         "padding", "valid-too-small", "ksize-depth"])
 def test_bad_input_raises_at_build_time(build, match):
     with pytest.raises(ValueError, match=match) as e:
@@ -494,3 +539,24 @@ def test_cross_check_with_tensorflow(tf_peer):
         assert_close(ours_out, theirs[0], rtol=1e-12)
         for ours, want in zip(ours_grads, theirs[1:]):
             assert_close(ours, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m, a, b: m.nn.conv2d(a, b, [1, 1, 1, 1], "SAME", dilations=[1, 2, 3, 1]),
+    lambda m, a, b: m.nn.conv2d(a, b, [1, 2, 1, 1], "VALID", dilations=[1, 2, 2, 1]),
+    lambda m, a, b: m.nn.atrous_conv2d(a, b, 2, "SAME"),
+], ids=["same", "strided-valid", "atrous"])
+def test_dilated_cross_check_with_tensorflow(tf_peer, case):
+    """Dilated conv2d and atrous_conv2d, with both gradients, against TensorFlow's (float32: TF's
+    CPU conv2d dilates float32 only)."""
+    rng = _rng("peer-dilated")
+    x, f = rng.standard_normal((2, 9, 8, 3)).astype(np.float32), rng.standard_normal((3, 3, 3, 4)).astype(np.float32)
+    ours_out, ours_grads = evaluate(lambda *ts: case(tf, *ts), [x, f])
+    g = tf_peer.Graph()
+    with g.as_default():
+        ts = [tf_peer.constant(a) for a in (x, f)]
+        out = case(tf_peer, *ts)
+        with tf_peer.Session(graph=g) as s:
+            theirs = s.run([out] + tf_peer.gradients(out, ts))
+    for ours, want in zip([ours_out] + list(ours_grads), theirs):
+        assert_close(ours, want, rtol=1e-5, scale=np.abs(want).max())

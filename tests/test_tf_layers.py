@@ -1,6 +1,7 @@
 """tf.layers: variable names and collections as TensorFlow's, values against NumPy, batch
 normalization's updates, regularization losses, dropout and the training flag, and a model built in
-both libraries from the same weights (TensorFlow's tf.layers needs the tf_keras package)."""
+both libraries from the same weights, dilated convolutions included (TensorFlow's tf.layers needs
+the tf_keras package)."""
 import os
 import warnings
 
@@ -24,6 +25,9 @@ def model(lib, x, training):
 
     h = lib.layers.conv2d(x, 4, 3, padding="same", activation=lib.nn.relu,
                           kernel_regularizer=l2)
+    h = lib.layers.conv2d(h, 4, 3, padding="same", dilation_rate=(2, 1), name="atrous")
+    h = lib.layers.separable_conv2d(h, 4, 3, padding="same", dilation_rate=2, depth_multiplier=2,
+                                    activation=lib.nn.relu)  # a bias right before batch norm would get no gradient
     h = lib.layers.batch_normalization(h, training=training, momentum=0.9)
     h = lib.layers.max_pooling2d(h, 2, 2)
     h = lib.layers.conv2d_transpose(h, 3, 3, strides=2, padding="same")
@@ -204,6 +208,11 @@ def test_bad_inputs_are_named():
         tf.layers.max_pooling2d(tf.zeros([2, 3]), 2, 2)
     with pytest.raises(ValueError, match=r"BatchNormalization.*fused=True"):
         tf.layers.batch_normalization(tf.zeros([2, 3]), fused=True)
+    with pytest.raises(ValueError, match=r"Conv2D.*`strides > 1` not supported in conjunction with "
+                                         r"`dilation_rate > 1`"):
+        tf.layers.conv2d(tf.zeros([1, 8, 8, 1]), 2, 3, strides=2, dilation_rate=2)
+    with pytest.raises(ValueError, match=r"Conv2DTranspose.*dilation_rate other than 1 is not supported"):
+        tf.layers.Conv2DTranspose(2, 3, dilation_rate=2).apply(tf.zeros([1, 8, 8, 1]))
 
 
 def test_contrib_initializers():

@@ -43,9 +43,10 @@ class Conv2D(Layer):
         self.strides = _pair(strides, "strides", self)
         self.padding = _padding(padding, self)
         self.dilation_rate = _pair(dilation_rate, "dilation_rate", self)
-        if self.dilation_rate != (1, 1):
-            raise build_error(type(self).__name__, self.name, f"dilation_rate other than 1 is not supported, got "
-                                                              f"{dilation_rate!r}")
+        if max(self.strides) > 1 and max(self.dilation_rate) > 1:
+            raise build_error(type(self).__name__, self.name, f"`strides > 1` not supported in conjunction with "
+                                                              f"`dilation_rate > 1`. Received: strides={self.strides} "
+                                                              f"and dilation_rate={self.dilation_rate}")
         self.activation, self.use_bias = activation, use_bias
         self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
         self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
@@ -67,7 +68,8 @@ class Conv2D(Layer):
         self.built = True
 
     def _convolve(self, inputs):
-        return nn_conv2d(inputs, self.kernel, strides=(1,) + self.strides + (1,), padding=self.padding)
+        return nn_conv2d(inputs, self.kernel, strides=(1,) + self.strides + (1,), padding=self.padding,
+                         dilations=(1,) + self.dilation_rate + (1,))
 
     def call(self, inputs):
         outputs = self._convolve(inputs)
@@ -89,6 +91,9 @@ class Conv2DTranspose(Conv2D):
     transpose = True
 
     def _convolve(self, inputs):
+        if self.dilation_rate != (1, 1):
+            raise build_error("Conv2DTranspose", self.name, f"dilation_rate other than 1 is not supported, got "
+                                                            f"{self.dilation_rate}")
         _, h, w, _ = inputs.shape.as_list()
         if h is None or w is None:
             raise build_error("Conv2DTranspose", self.name, f"the inputs' height and width must be known, got "
@@ -147,7 +152,7 @@ class SeparableConv2D(Conv2D):
 
     def _convolve(self, inputs):
         return nn_separable_conv2d(inputs, self.depthwise_kernel, self.pointwise_kernel,
-                                   strides=(1,) + self.strides + (1,), padding=self.padding)
+                                   strides=(1,) + self.strides + (1,), padding=self.padding, rate=self.dilation_rate)
 
 
 def separable_conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", data_format="channels_last",

@@ -1,4 +1,5 @@
-"""Convolution and pooling (tf.nn.conv2d, max_pool, avg_pool), NHWC, with their gradients.
+"""Convolution and pooling (tf.nn.conv2d, atrous_conv2d, max_pool, avg_pool), NHWC, with their
+gradients. A dilated conv2d is composed of pad, reshapes, transposes and one plain convolution.
 
 Padding follows TensorFlow. VALID: no padding, out = ceil((in - k + 1) / stride). SAME:
 out = ceil(in / stride), pad_total = max((out - 1) * stride + k - in, 0), pad_total // 2 before
@@ -11,9 +12,10 @@ so the shapes stay static where the forward's are, batch None included.
 """
 import numbers
 
-from pygrad.graph import Tensor, unwrap
-from pygrad.ops.array_ops import constant_value, convert_n_same_dtype, convert_to_tensor
+from pygrad.graph import Tensor, get_default_graph, unwrap
+from pygrad.ops.array_ops import constant_value, convert_n_same_dtype, convert_to_tensor, reshape, transpose
 from pygrad.ops.manip_ops import tile
+from pygrad.ops.sequence_ops import pad
 from pygrad.ops.slice_ops import strided_slice
 from pygrad.ops.math_ops import FLOATS, check_dtype
 from pygrad.registry import OpDef, RuleError, Spec, fail, fail_dtype
@@ -204,15 +206,67 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
            dilations=(1, 1, 1, 1), name=None, filters=None):
     """2-D convolution of input [batch, height, width, in_channels] with filter [height, width,
     in_channels, out_channels]; strides and dilations as [1, h, w, 1] (or an int, or [h, w]);
-    padding 'SAME' or 'VALID'. NHWC only; dilations must be 1."""
+    padding 'SAME' or 'VALID'. NHWC only. Dilations above 1 are composed (_dilated_conv2d)."""
     if filter is not None and filters is not None:
         raise Conv2D.error("conv2d: pass filter or filters, not both", name)
     filter = filters if filter is None else filter  # noqa: A001
     if filter is None or strides is None or padding is None:
         raise Conv2D.error("conv2d() needs filter, strides and padding", name, TypeError)
     x, f = convert_n_same_dtype([input, filter], "Conv2D")
-    return Conv2D(x, f, strides=_hw4(strides), padding=_padding(padding), data_format=data_format,
-                  dilations=_hw4(dilations), name=name or "Conv2D")
+    strides, padding, dilations = _hw4(strides), _padding(padding), _hw4(dilations)
+    if len(dilations) == 4 and dilations[1:3] != (1, 1) and (dilations[0], dilations[3]) == (1, 1):
+        return _dilated_conv2d(x, f, strides, padding, data_format, dilations[1:3], name or "Conv2D")
+    return Conv2D(x, f, strides=strides, padding=padding, data_format=data_format, dilations=dilations,
+                  name=name or "Conv2D")
+
+
+def atrous_conv2d(value, filters, rate, padding, name=None):
+    """conv2d with dilations [1, rate, rate, 1] and strides 1 (tf.nn.atrous_conv2d)."""
+    return conv2d(value, filters, strides=1, padding=padding, dilations=rate, name=name or "atrous_conv2d")
+
+
+def _dilated_conv2d(x, f, strides, padding, data_format, rates, name):
+    """conv2d with dilations (rh, rw), composed as TF's space_to_batch route: padded as TF pads the
+    dilated window ((k - 1) * r + 1), each of the r * r phases (rows i with i % rh fixed, columns
+    likewise) moved into the batch, one VALID convolution with the undilated filter, the phases
+    interleaved back and the stride taken. The input's height, width and channels must be known."""
+    if data_format != "NHWC" or padding not in _PADDINGS or min(rates) < 1 or len(strides) != 4 or \
+            min(strides) < 1 or (strides[0], strides[3]) != (1, 1):
+        raise Conv2D.error(f"data_format must be 'NHWC', padding 'SAME' or 'VALID', strides [1, sh, sw, 1] and "
+                           f"dilations [1, dh, dw, 1], all positive; got data_format {data_format!r}, padding "
+                           f"{padding!r}, strides {list(strides)}, dilations {[1, *rates, 1]}", name)
+    dims = x.shape.as_list() if x.shape.ndims == 4 else [None] * 4
+    fdims = f.shape.as_list() if f.shape.ndims == 4 else [None] * 4
+    if None in dims[1:] or None in fdims:
+        raise Conv2D.error(f"with dilations {[1, *rates, 1]} the input must be 4-D with its height, width and "
+                           f"channels known when the graph is built, and the filter's shape known; got input: "
+                           f"{x.shape} and filter: {f.shape}", name)
+    if dims[3] != fdims[2]:
+        raise Conv2D.error(f"input depth must equal filter in_channels, got input: {x.shape} and filter: {f.shape} "
+                           f"({dims[3]} != {fdims[2]})", name)
+    pads, phases, outs = [[0, 0]], [], []
+    for size, k, s, r in zip(dims[1:3], fdims[:2], strides[1:3], rates):
+        window = (k - 1) * r + 1
+        before = _pad_before(size, window, s, padding)
+        # the stride-1 output's length, after TF's padding for this stride
+        full = size - window + 1 + (max((-(-size // s) - 1) * s + window - size, 0) if padding == "SAME" else 0)
+        if full < 1:
+            raise Conv2D.error(f"with VALID padding the dilated filter ({window} wide: {k} taps, dilation {r}) "
+                               f"must fit in the input, got input: {x.shape}", name)
+        phase = k - 1 + -(-full // r)  # each phase's length: r of them cover the padded input
+        pads.append([before, phase * r - size - before])
+        phases.append(phase)
+        outs.append(full)
+    (ph, pw), (rh, rw), c = phases, rates, dims[3]
+    qh, qw, o = ph - fdims[0] + 1, pw - fdims[1] + 1, fdims[3]
+    with get_default_graph().name_scope(name) as scope:
+        x = reshape(pad(x, pads + [[0, 0]]), [-1, ph, rh, pw, rw, c])
+        x = reshape(transpose(x, [2, 4, 0, 1, 3, 5]), [-1, ph, pw, c])
+        y = Conv2D(x, f, strides=(1, 1, 1, 1), padding="VALID", data_format="NHWC", dilations=(1, 1, 1, 1))
+        y = transpose(reshape(y, [rh, rw, -1, qh, qw, o]), [2, 3, 0, 4, 1, 5])
+        y = reshape(y, [-1, qh * rh, qw * rw, o])
+        return strided_slice(y, [0, 0, 0, 0], [0, outs[0], outs[1], 0], [1, strides[1], strides[2], 1],
+                             begin_mask=9, end_mask=9, name=scope)
 
 
 def _output_dims(output_shape):

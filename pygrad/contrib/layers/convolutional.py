@@ -83,7 +83,7 @@ def convolution(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data
                 variables_collections=None, outputs_collections=None, trainable=True, scope=None, conv_dims=None):
     """activation_fn(normalizer_fn(conv(inputs, weights)) or conv(inputs, weights) + biases), in
     the variable scope `scope` (default 'Conv'). 4-D NHWC inputs only (pygrad has no 1-D or 3-D
-    convolutions); rate (dilation) 1 only."""
+    convolutions); rate: the dilation, which needs stride 1."""
     if data_format not in (None, "NWC", "NCW", "NHWC", "NCHW", "NDHWC", "NCDHW"):
         raise ValueError(f"Invalid data_format: {data_format!r}")
     check_data_format(data_format if data_format in (None, NHWC) else "NCHW", "convolution")
