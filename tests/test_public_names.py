@@ -24,7 +24,7 @@ CONTRIB_NAMESPACES = ["slim.learning", "slim.evaluation", "learn.datasets.mnist"
 # Public names not named in any test, by reason.
 _HELPERS = """tf.dtypes.as_bytes_array tf.dtypes.is_string_value tf.dtypes.scalar_fits tf.errors.from_os_error
     tf.errors.op_message tf.errors.user_site tf.losses.build_error"""
-_REACHED_THROUGH_OTHERS = """tf.AggregationMethod tf.DType tf.dtypes.DType tf.Dimension tf.GraphOptions
+_REACHED_THROUGH_OTHERS = """tf.AggregationMethod tf.GraphOptions
     tf.OptimizerOptions
     tf.QueueBase tf.ReaderBase tf.VariableScope tf.image.ResizeMethod tf.contrib.crf.CrfDecodeBackwardRnnCell
     tf.contrib.crf.CrfDecodeForwardRnnCell tf.contrib.crf.CrfForwardRnnCell tf.contrib.distributions.Distribution
@@ -48,7 +48,7 @@ _NO_TEST_YET = """tf.audio_summary tf.histogram_summary tf.image_summary
     tf.contrib.slim.evaluation.checkpoints_iterator tf.contrib.slim.evaluation.evaluate_repeatedly
     tf.contrib.slim.evaluation.get_or_create_eval_step tf.contrib.slim.learning.SummarySaverHook
     tf.contrib.slim.learning.add_gradients_summaries tf.contrib.slim.learning.gradients_summaries
-    tf.contrib.slim.learning.train_step tf.contrib.training.add_gradients_summaries tf.contrib.training.parse_values
+    tf.contrib.training.add_gradients_summaries tf.contrib.training.parse_values
     tf.convert_to_tensor_or_sparse_tensor tf.estimator.BaselineRegressor tf.estimator.BestExporter
     tf.estimator.DNNLinearCombinedRegressor tf.estimator.Exporter tf.estimator.SecondOrStepTimer
     tf.estimator.SummarySaverHook tf.estimator.VocabInfo tf.estimator.export.ClassificationOutput
