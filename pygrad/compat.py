@@ -1,8 +1,48 @@
 """The one table of names pygrad answers to besides its own: TF 0.x and early TF1 names still found
 in tutorials, and the ``tf.math`` / ``tf.random`` / ``tf.initializers`` namespaces of late TF1. Each
 alias names the pygrad function it is; ``pygrad/__init__.py`` binds them all, so an alias is never
-a second implementation.
+a second implementation. This module is also ``tf.compat``: TF's text and number helpers below.
 """
+import numbers
+import os
+
+import numpy as np
+
+bytes_or_text_types = (bytes, str)
+integral_types = (numbers.Integral, np.integer)
+real_types = (numbers.Real, np.integer, np.floating)
+complex_types = (numbers.Complex, np.number)
+
+
+def as_bytes(bytes_or_text, encoding="utf-8"):
+    """bytes of a str (encoded) or of bytes / bytearray (tf.compat.as_bytes)."""
+    if isinstance(bytes_or_text, bytearray):
+        return bytes(bytes_or_text)
+    if isinstance(bytes_or_text, str):
+        return bytes_or_text.encode(encoding)
+    if isinstance(bytes_or_text, bytes):
+        return bytes_or_text
+    raise TypeError(f"Expected binary or unicode string, got {bytes_or_text!r}")
+
+
+def as_text(bytes_or_text, encoding="utf-8"):
+    """str of bytes (decoded) or of a str (tf.compat.as_text, as_str)."""
+    if isinstance(bytes_or_text, str):
+        return bytes_or_text
+    if isinstance(bytes_or_text, bytes):
+        return bytes_or_text.decode(encoding)
+    raise TypeError(f"Expected binary or unicode string, got {bytes_or_text!r}")
+
+
+as_str = as_text
+
+
+def as_str_any(value, encoding="utf-8"):
+    return as_str(value, encoding) if isinstance(value, bytes) else str(value)
+
+
+def path_to_str(path):
+    return os.fspath(path) if isinstance(path, os.PathLike) else path
 
 # tf.<old name> -> tf.<name>
 OLD_NAMES = {

@@ -171,3 +171,16 @@ def test_a_tf1_test_file_runs_under_pytest_and_tf_test_main(tmp_path, runner):
         assert "1 failed, 4 passed, 1 skipped" in text, text
     else:
         assert "Ran 6 tests" in text and "FAILED (failures=1, skipped=1)" in text, text
+
+
+def test_compat_text_helpers_as_tensorflow(tf_peer, tmp_path):
+    for value in ("ünï", b"\xc3\xbc", bytearray(b"ab")):
+        assert tf.compat.as_bytes(value) == tf_peer.compat.as_bytes(value)
+    for value in ("ünï", b"\xc3\xbc"):
+        assert tf.compat.as_text(value) == tf_peer.compat.as_text(value) == tf.compat.as_str(value)
+    assert tf.compat.as_str_any(3) == tf_peer.compat.as_str_any(3) and tf.compat.as_str_any(b"x") == "x"
+    assert tf.compat.path_to_str(tmp_path) == tf_peer.compat.path_to_str(tmp_path)
+    assert isinstance(np.int64(3), tf.compat.integral_types) and isinstance(2.5, tf.compat.real_types)
+    assert isinstance(1j, tf.compat.complex_types) and isinstance(b"", tf.compat.bytes_or_text_types)
+    with pytest.raises(TypeError, match="Expected binary or unicode string"):
+        tf.compat.as_bytes(3)
