@@ -21,6 +21,9 @@ import types
 import pygrad
 
 NOTICE = "pygrad: `import tensorflow` gives pygrad {version} in this process (an import hook on sys.meta_path)"
+# What `tensorflow.__version__` says under the hook: the TensorFlow API pygrad follows, so that a
+# program choosing its code by version takes its TF 1.x branch (pygrad's own is pygrad.__version__).
+TF_API_VERSION = "1.15.5"
 
 
 def unsupported(api):
@@ -146,7 +149,7 @@ class View(types.ModuleType):
             if attr == "__all__":
                 return [n for n in self.__dir__() if not n.startswith("_")]
             if attr == "__version__":
-                return pygrad.__version__
+                return TF_API_VERSION
             raise AttributeError(attr)
         if not attr.startswith("_"):  # a private name of pygrad's is never TF's private name
             for source in self.__pygrad_sources__:
