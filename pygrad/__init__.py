@@ -124,7 +124,7 @@ from pygrad.platform import app, gfile  # noqa: E402,F401
 from pygrad.platform import flags  # noqa: E402,F401
 from pygrad.platform import tf_logging as logging  # noqa: E402,F401
 from pygrad.platform.config import (ConfigProto, GPUOptions, GraphOptions, OptimizerOptions,  # noqa: E402,F401
-                                    RunMetadata, RunOptions)
+                                    RunOptions)
 
 app.flags = flags
 
@@ -242,7 +242,7 @@ from pygrad import proto as _proto  # noqa: E402
 
 # TF's messages (pygrad/tf_protos.py): tf.GraphDef, tf.Summary, ..., built on first use, not by `import pygrad`
 _MESSAGES = ("GraphDef", "NodeDef", "AttrValue", "Event", "HistogramProto", "LogMessage", "SessionLog", "Summary",
-             "SummaryMetadata")
+             "SummaryMetadata", "RunMetadata")
 _message = _proto.lazy_messages(__name__, _MESSAGES)
 # Namespaces loaded on first use (tf.estimator: its training, serving and export machinery).
 _LAZY_MODULES = ("estimator",)
