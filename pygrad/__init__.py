@@ -181,6 +181,9 @@ from pygrad.ops.summary_ops import (audio_summary, histogram_summary, image_summ
 train.SummaryWriter = summary.FileWriter
 train.summary_iterator = summary.summary_iterator
 
+# tf.profiler (parameter, flop and time counts); tensorflow.python.client.timeline is pygrad.client.timeline
+from pygrad import client, profiler  # noqa: E402,F401
+
 # tf.feature_column (input_layer, linear_model and the columns)
 from pygrad import feature_column  # noqa: E402,F401
 
