@@ -252,3 +252,23 @@ def test_profile_prints_its_table_and_refuses_what_it_cannot_do(capsys, tmp_path
     assert "w (12 params" in path.read_text()
     with pytest.raises(tf.errors.InvalidArgumentError, match="unknown cmd: bogus"):
         tf.profiler.profile(cmd="bogus")
+
+
+def test_the_profile_step_example(mnist_dir, tmp_path):
+    """examples/profile_step.py traces a step of the layers convnet: its Chrome trace opens, its top
+    ops are traced ops, and its parameter count is the layers' (3x3x1x16 + 16, 3x3x16x32, batch norm's
+    2x32, 1568x128 + 128, 128x10 + 10)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = Path(__file__).resolve().parents[1] / "examples" / "profile_step.py"
+    trace = tmp_path / "timeline.json"
+    out = subprocess.run([sys.executable, str(script), mnist_dir, "--trace", str(trace), "--logdir", str(tmp_path)],
+                         capture_output=True, text=True, timeout=600, check=True, cwd=tmp_path).stdout
+    events = json.loads(trace.read_text())["traceEvents"]
+    ops = {e["args"]["name"] for e in events if e["ph"] == "X"}
+    top = re.findall(r"^ +[\d.]+ us +[\d.]+%  (\S+) \(", out, re.M)
+    assert len(top) == 10 and set(top) <= ops and "conv2d_1/Conv2D" in ops, out
+    params = 3 * 3 * 16 + 16 + 3 * 3 * 16 * 32 + 2 * 32 + 1568 * 128 + 128 + 128 * 10 + 10
+    assert f"trainable parameters: {params:,}" in out, out
+    assert glob.glob(str(tmp_path / "events.out.tfevents.*"))
