@@ -510,7 +510,8 @@ PROBES = {
                                                            run_metadata=tf.RunMetadata()) == 2,
     "RunOptions(trace_level=FULL_TRACE) + RunMetadata.step_stats / client.timeline.Timeline": _traced_run,
     "profiler.profile / profiler.ProfileOptionBuilder (trainable_variables_parameter, float_operation)": lambda: (
-        tf.get_variable("w", [3, 4], initializer=tf.zeros_initializer()) is not None and tf.matmul(tf.ones([2, 3]), tf.ones([3, 4])) is not None and
+        tf.get_variable("w", [3, 4], initializer=tf.zeros_initializer()) is not None and
+        tf.matmul(tf.ones([2, 3]), tf.ones([3, 4])) is not None and
         tf.profiler.profile(options={**tf.profiler.ProfileOptionBuilder.trainable_variables_parameter(),
                                      "output": "none"}).total_parameters == 12 and
         tf.profiler.profile(cmd="op", options=tf.profiler.ProfileOptionBuilder(
