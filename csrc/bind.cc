@@ -138,7 +138,7 @@ void call_kernel(const std::string& kernel, const py::list& inputs, const py::li
   step(frame);
 }
 
-py::list run_plan(Plan& plan, const py::list& feeds, int64_t deadline_ns) {
+py::list run_plan(Plan& plan, const py::list& feeds, int64_t deadline_ns, std::vector<StepTrace>* trace = nullptr) {
   const int n = plan.num_feeds();
   if (int(feeds.size()) != n)
     throw py::value_error("plan expects " + std::to_string(n) + " feeds, got " + std::to_string(feeds.size()));
@@ -162,9 +162,26 @@ py::list run_plan(Plan& plan, const py::list& feeds, int64_t deadline_ns) {
   }
   {
     py::gil_scoped_release release;
-    plan.execute(feed_ptrs.data(), feed_ptrs.size(), out_ptrs.data(), out_ptrs.size(), deadline_ns);
+    plan.execute(feed_ptrs.data(), feed_ptrs.size(), out_ptrs.data(), out_ptrs.size(), deadline_ns, trace);
   }
   return result;
+}
+
+// run_plan, and the steps that ran as an int64 array of rows (step, thread, start ns, end ns).
+py::tuple run_plan_traced(Plan& plan, const py::list& feeds, int64_t deadline_ns) {
+  std::vector<StepTrace> trace;
+  trace.reserve(size_t(plan.num_steps()));
+  py::list outs = run_plan(plan, feeds, deadline_ns, &trace);
+  py::array_t<int64_t> rows({py::ssize_t(trace.size()), py::ssize_t(4)});
+  auto r = rows.mutable_unchecked<2>();
+  for (size_t k = 0; k < trace.size(); ++k) {
+    const StepTrace& t = trace[k];
+    r(py::ssize_t(k), 0) = t.step;
+    r(py::ssize_t(k), 1) = t.thread;
+    r(py::ssize_t(k), 2) = t.start_ns;
+    r(py::ssize_t(k), 3) = t.end_ns;
+  }
+  return py::make_tuple(outs, rows);
 }
 
 // The Python exceptions of _C's own classes (set when the module is made).
@@ -331,7 +348,11 @@ PYBIND11_MODULE(_C, m) {
         for (const Operand& o : p.fetches()) specs.append(py::make_tuple(int(o.dtype), py::tuple(py::cast(dims_of(o.shape)))));
         return specs;
       }, "(dtype code, shape) of each fetch, in order.")
-      .def("run", &run_plan, py::arg("feeds"), py::arg("deadline_ns") = 0,
+      .def("run", [](Plan& p, const py::list& feeds, int64_t deadline_ns) { return run_plan(p, feeds, deadline_ns); },
+           py::arg("feeds"), py::arg("deadline_ns") = 0,
            "Execute the plan once; returns one new array per fetch. It stops with _C.DeadlineError (its `step`)\n"
-           "once monotonic_ns() passes deadline_ns (0: none), and with KeyboardInterrupt at a SIGINT (watch_sigint).");
+           "once monotonic_ns() passes deadline_ns (0: none), and with KeyboardInterrupt at a SIGINT (watch_sigint).")
+      .def("run_traced", &run_plan_traced, py::arg("feeds"), py::arg("deadline_ns") = 0,
+           "As run, timing each step: (the fetches' arrays, an int64 array with a row (step index, OS thread id,\n"
+           "start, end) per step run, in the order they ran; times in monotonic_ns(), Python's time.monotonic_ns()).");
 }

@@ -124,7 +124,7 @@ from pygrad.platform import app, gfile  # noqa: E402,F401
 from pygrad.platform import flags  # noqa: E402,F401
 from pygrad.platform import tf_logging as logging  # noqa: E402,F401
 from pygrad.platform.config import (ConfigProto, GPUOptions, GraphOptions, OptimizerOptions,  # noqa: E402,F401
-                                    RunMetadata, RunOptions)
+                                    RunOptions)
 
 app.flags = flags
 
@@ -180,6 +180,9 @@ from pygrad.ops.summary_ops import (audio_summary, histogram_summary, image_summ
                                     merge_all_summaries, merge_summary, scalar_summary)
 train.SummaryWriter = summary.FileWriter
 train.summary_iterator = summary.summary_iterator
+
+# tf.profiler (parameter, flop and time counts); tensorflow.python.client.timeline is pygrad.client.timeline
+from pygrad import client, profiler  # noqa: E402,F401
 
 # tf.feature_column (input_layer, linear_model and the columns)
 from pygrad import feature_column  # noqa: E402,F401
@@ -242,7 +245,7 @@ from pygrad import proto as _proto  # noqa: E402
 
 # TF's messages (pygrad/tf_protos.py): tf.GraphDef, tf.Summary, ..., built on first use, not by `import pygrad`
 _MESSAGES = ("GraphDef", "NodeDef", "AttrValue", "Event", "HistogramProto", "LogMessage", "SessionLog", "Summary",
-             "SummaryMetadata")
+             "SummaryMetadata", "RunMetadata")
 _message = _proto.lazy_messages(__name__, _MESSAGES)
 # Namespaces loaded on first use (tf.estimator: its training, serving and export machinery).
 _LAZY_MODULES = ("estimator",)

@@ -152,7 +152,7 @@ def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         raise RuntimeError("Attempted to use a closed Session.")
     graph = self.graph
     if graph.host_ops or options is not None:
-        return self.run_general(fetches, feed_dict, options)
+        return self.run_general(fetches, feed_dict, options, run_metadata)
     kind = type(fetches)
     # (A Tensor's graph is its op's: read through the slot, not the property.)
     if kind is Tensor:

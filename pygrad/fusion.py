@@ -161,7 +161,7 @@ def _match(steps, i, only_reader, readers, made_at):
         attrs["scale"] = scale
     else:
         chain[:] = forward
-    fused = type(sm)(sm.op, SOFTMAX_NLL, ins, outs, attrs, [], -1)
+    fused = type(sm)(sm.op, SOFTMAX_NLL, ins, outs, attrs, [], -1, _ops_of([steps[j] for j in sorted(chain)], sm.op))
     return fused, chain
 
 
@@ -213,6 +213,11 @@ def _match_gradient(steps, p, y, only_reader, readers, chain):
     return g, sb.outs[0], steps[ab].attrs["scale"]
 
 
+def _ops_of(steps, op):
+    """The ops of steps other than op, each once, in order (a fused step's Step.fused)."""
+    return tuple(o for o in dict.fromkeys(o for st in steps for o in (st.op, *st.fused)) if o is not op)
+
+
 def _maker(steps, buffer):
     """The index of the one step that writes buffer, or None."""
     made = [j for j, st in enumerate(steps) if any(o.buffer is buffer for o in st.outs)]
@@ -256,7 +261,8 @@ def fuse_epilogues(program, fetched):
         ins = s.ins + ([bias] if bias is not None else [])
         reads = list(dict.fromkeys(v for k in range(i, last + 1) for v in steps[k].reads_vars))
         attrs = {**s.attrs, "relu": int(relu)}
-        new.append(type(s)(s.op, s.kernel, ins, steps[last].outs, attrs, reads, s.init_var))
+        new.append(type(s)(s.op, s.kernel, ins, steps[last].outs, attrs, reads, s.init_var,
+                           _ops_of(steps[i:last + 1], s.op)))
         for k in range(i + 1, last + 1):
             old_to_new[k] = len(new) - 1
         i = last + 1

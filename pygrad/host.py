@@ -15,6 +15,7 @@ carries it out, giving each host function the session's HostContext.
 """
 import contextlib
 import threading
+import time
 
 from pygrad import errors
 from pygrad.graph import Tensor, reachable
@@ -73,13 +74,17 @@ class HostContext:
                 cancel()
 
 
-def call_host(ctx, op, values):
+def call_host(ctx, op, values, trace=None):
     """op's host function on its input values (ctx None for a pure value); a HostError becomes
-    InvalidArgumentError naming the op and its site."""
+    InvalidArgumentError naming the op and its site. A traced run's step_stats.Trace gets the call."""
+    start = time.monotonic_ns() if trace is not None else 0
     try:
-        return op.opdef.host_fn(ctx, op, values)
+        out = op.opdef.host_fn(ctx, op, values)
     except HostError as e:
         raise errors.InvalidArgumentError(None, op, op.error(str(e))) from None
+    if trace is not None:
+        trace.host_op(op, start, time.monotonic_ns(), out)
+    return out
 
 
 class Stage:
@@ -205,8 +210,8 @@ class HostValues:
             f"{t.name} is a string tensor computed by {t.op.type}: pygrad holds strings as constants, feeds and "
             f"the outputs of host ops (summaries) only, and has no kernel for them"))
 
-    def values(self, outs, arrays):
-        """Runs the host ops, then gives the value of every fetch."""
+    def values(self, outs, arrays, trace=None):
+        """Runs the host ops (timed into a traced run's trace), then gives the value of every fetch."""
         computed = {}
 
         def get(source):
@@ -215,5 +220,5 @@ class HostValues:
                 else computed[x]
 
         for op, sources in self.host_ops:
-            computed.update(zip(op.outputs, call_host(None, op, [get(s) for s in sources])))  # pure: no context
+            computed.update(zip(op.outputs, call_host(None, op, [get(s) for s in sources], trace)))  # pure: no context
         return [get(s) for s in self.fetch_sources]

@@ -34,21 +34,23 @@ class CompiledRun:
     call it: for each element of the run, the index of its fetched value (None for an op); the
     native plan's address, feed count, and each fetch's NumPy dtype and shape (what a caller of
     _C.run_api binds and allocates; num_scalars of the fetches are 0-d); the op behind each step
-    and the largest temporary buffer (to name them in errors). `fast` is what compile_run's `fast`
+    and the largest temporary buffer (to name them in errors); for a traced run, the ops each step
+    also computes (step_fused: Step.fused) and the concrete Spec of every tensor (specs). `fast` is what compile_run's `fast`
     factory made of it when it was built (the compiled Session.run path's record), None for a run
     with values held in Python (`host`) or without a factory."""
 
     __slots__ = ("plan", "consts", "owned_bytes", "fetch_index", "address", "num_feeds", "fetch_dtypes",
-                 "fetch_shapes", "num_scalars", "step_ops", "largest_temp", "host", "fast")
+                 "fetch_shapes", "num_scalars", "step_ops", "step_fused", "specs", "largest_temp", "host", "fast")
 
-    def __init__(self, plan, consts, fetch_index, step_ops, largest_temp, host, fast=None):
+    def __init__(self, plan, consts, fetch_index, steps, tensor_specs, largest_temp, host, fast=None):
         self.plan, self.consts, self.fetch_index = plan, consts, fetch_index
         self.address, self.num_feeds = plan.address, plan.num_feeds
         specs = plan.fetch_specs
         self.fetch_dtypes = tuple(_NUMPY_DTYPES[code] for code, _ in specs)
         self.fetch_shapes = tuple(shape for _, shape in specs)
         self.num_scalars = sum(len(shape) == 0 for shape in self.fetch_shapes)
-        self.step_ops, self.largest_temp = step_ops, largest_temp
+        self.step_ops, self.step_fused = [st.op for st in steps], [st.fused for st in steps]
+        self.specs, self.largest_temp = tensor_specs, largest_temp
         self.host = host if host.needed else None  # None: all native
         # The graph's constants are read-only arrays the plans share; the others are its own.
         self.owned_bytes = sum(c.nbytes for c in consts if c.flags.writeable)
@@ -88,7 +90,7 @@ def compile_run(elements, feed_tensors, feed_shapes, store, fast=None):
     if total > MEMORY_BYTES:
         raise MemoryError(out_of_memory(total, largest))
     plan, consts = emit(plan_buffers, where, program.steps, fetches, store)
-    return CompiledRun(plan, consts, fetch_index, [st.op for st in program.steps], largest, host, fast)
+    return CompiledRun(plan, consts, fetch_index, program.steps, program.specs, largest, host, fast)
 
 
 def out_of_memory(total, largest):
@@ -276,13 +278,14 @@ class Operand:
 
 class Step:
     """One kernel call of the plan: the op it lowers, the variables it reads (their store ids) and
-    the one it initializes (-1: none)."""
+    the one it initializes (-1: none); a step fusion made of the steps of several ops also computes
+    the ops in `fused` (the others, in the order their steps had)."""
 
-    __slots__ = ("op", "kernel", "ins", "outs", "attrs", "reads_vars", "init_var")
+    __slots__ = ("op", "kernel", "ins", "outs", "attrs", "reads_vars", "init_var", "fused")
 
-    def __init__(self, op, kernel, ins, outs, attrs, reads_vars, init_var):
+    def __init__(self, op, kernel, ins, outs, attrs, reads_vars, init_var, fused=()):
         self.op, self.kernel, self.ins, self.outs, self.attrs = op, kernel, ins, outs, attrs
-        self.reads_vars, self.init_var = reads_vars, init_var
+        self.reads_vars, self.init_var, self.fused = reads_vars, init_var, fused
 
 
 class Label:

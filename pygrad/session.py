@@ -14,6 +14,7 @@ from pygrad.ops.sparse_tensor import SparseTensor, SparseTensorValue, sparse_fee
 from pygrad.plan_cache import PLAN_CACHE_ENTRIES, PlanCache
 from pygrad.registry import MAX_RANK
 from pygrad.session_store import SessionStore
+from pygrad.step_stats import Trace
 
 
 
@@ -154,10 +155,11 @@ class BaseSession:
     def _run_timed(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self.closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        return self.run_general(fetches, feed_dict, options)
+        return self.run_general(fetches, feed_dict, options, run_metadata)
 
-    def run_general(self, fetches, feed_dict, options=None):
-        """Session.run for any fetch structure, feed values and RunOptions: what a run does, defined here."""
+    def run_general(self, fetches, feed_dict, options=None, run_metadata=None):
+        """Session.run for any fetch structure, feed values and RunOptions: what a run does, defined here.
+        A trace_level above NO_TRACE fills run_metadata's step_stats (pygrad/step_stats.py)."""
         graph, kind = self.graph, type(fetches)
         # Fast paths for a tensor and a flat list or tuple of graph elements; _Fetches for the rest.
         if kind is Tensor and fetches.graph is graph:
@@ -171,10 +173,13 @@ class BaseSession:
         feed_tensors, arrays = self._feeds(feed_dict) if feed_dict else ((), [])
         timeout = getattr(options, "timeout_in_ms", 0) or self._timeout_ms
         deadline = time.monotonic_ns() + int(timeout) * 1_000_000 if timeout > 0 else 0  # (the plan's clock)
+        trace = Trace() if run_metadata is not None and getattr(options, "trace_level", 0) else None
         if graph.host_ops:
-            values = self._run_with_host_ops(elements, feed_tensors, arrays, deadline)
+            values = self._run_with_host_ops(elements, feed_tensors, arrays, deadline, trace)
         else:
-            values = self._run_plan(elements, feed_tensors, arrays, deadline)
+            values = self._run_plan(elements, feed_tensors, arrays, deadline, trace)
+        if trace is not None:
+            trace.fill(run_metadata)
         if fetch_spec is None:
             return values[0]
         if fetch_spec is list:
@@ -183,22 +188,26 @@ class BaseSession:
             return tuple(values)
         return fetch_spec.rebuild(values)
 
-    def _run_plan(self, elements, feed_tensors, arrays, deadline=0):
+    def _run_plan(self, elements, feed_tensors, arrays, deadline=0, trace=None):
         """The values of elements (None for ops) from one run of the plan of this signature, which
-        stops at time.monotonic_ns() deadline (0: none)."""
+        stops at time.monotonic_ns() deadline (0: none); a step_stats.Trace gets its steps."""
         key = PlanCache.key(elements, feed_tensors, tuple([a.shape for a in arrays]))
         compiled = self.plans.get(key)
         if compiled is None:
             compiled = self._compile(elements, feed_tensors, arrays)
             self.plans.put(key, compiled)
         host = compiled.host  # string values, which live in Python (None: there are none)
+        feeds = arrays if host is None or host.plan_feeds is None else [arrays[i] for i in host.plan_feeds]
         try:
-            outs = compiled.plan.run(
-                arrays if host is None or host.plan_feeds is None else [arrays[i] for i in host.plan_feeds], deadline)
+            if trace is None:
+                outs = compiled.plan.run(feeds, deadline)
+            else:
+                outs, rows = compiled.plan.run_traced(feeds, deadline)
+                trace.plan_run(compiled, rows)
         except (_C.UninitializedError, MemoryError, _C.StepError, _C.DeadlineError) as e:
             raise self.run_error(compiled, e) from None
         if host is not None:
-            outs = host.values(outs, arrays)
+            outs = host.values(outs, arrays, trace)
         return [outs[i][()] if i is not None and outs[i].ndim == 0 else outs[i] if i is not None else None
                 for i in compiled.fetch_index]
 
@@ -216,7 +225,7 @@ class BaseSession:
         op = compiled.step_ops[e.step]
         return errors.InvalidArgumentError(None, op, op.error(str(e)))
 
-    def _run_with_host_ops(self, elements, feed_tensors, arrays, deadline=0):
+    def _run_with_host_ops(self, elements, feed_tensors, arrays, deadline=0, trace=None):
         """A run of a graph with ops Python runs around the plan (see host.py)."""
         sig = (elements, feed_tensors)
         how = self._host_runs.get(sig)
@@ -226,27 +235,27 @@ class BaseSession:
                 del self._host_runs[next(iter(self._host_runs))]
         ctx = self._host
         with ctx.running(deadline):
-            return self._host_ops_and_plan(how, ctx, elements, feed_tensors, arrays, deadline)
+            return self._host_ops_and_plan(how, ctx, elements, feed_tensors, arrays, deadline, trace)
 
-    def _host_ops_and_plan(self, how, ctx, elements, feed_tensors, arrays, deadline):
+    def _host_ops_and_plan(self, how, ctx, elements, feed_tensors, arrays, deadline, trace):
         if how.binders or how.stages:
             feed_tensors, arrays = list(feed_tensors), list(arrays)
             for op in how.binders:
                 feed_tensors.extend(op.outputs)
-                arrays.extend(call_host(ctx, op, []))
+                arrays.extend(call_host(ctx, op, [], trace))
             for stage in how.stages:
                 op = stage.op
-                values = self._run_with_host_ops(stage.fetches, tuple(feed_tensors), arrays, deadline)
+                values = self._run_with_host_ops(stage.fetches, tuple(feed_tensors), arrays, deadline, trace)
                 feed_tensors.extend(op.outputs)
                 arrays.extend(a if a.flags.c_contiguous and a.flags.aligned else a.copy()  # the plan's rule
-                              for a in map(np.asarray, call_host(ctx, op, values[:len(op.inputs)])))
+                              for a in map(np.asarray, call_host(ctx, op, values[:len(op.inputs)], trace)))
                 feed_tensors.extend(stage.boundary)
                 arrays.extend(np.asarray(v) for v in values[len(op.inputs):len(op.inputs) + len(stage.boundary)])
             feed_tensors = tuple(feed_tensors)
-        values = self._run_plan(elements + how.extra, feed_tensors, arrays, deadline)
+        values = self._run_plan(elements + how.extra, feed_tensors, arrays, deadline, trace)
         i = len(elements)
         for op in how.effects:
-            call_host(ctx, op, values[i:i + len(op.inputs)])
+            call_host(ctx, op, values[i:i + len(op.inputs)], trace)
             i += len(op.inputs)
         return values[:len(elements)]
 

@@ -5,7 +5,9 @@ AssetFileDef, SaverDef and SavedModel (core/protobuf/{meta_graph,saver,saved_mod
 VariableDef and SaveSliceInfoDef (framework/variable.proto); the event file's Event, Summary,
 SummaryMetadata, SummaryDescription, HistogramProto, SessionLog, LogMessage and TaggedRunMetadata
 (core/util/event.proto, framework/summary.proto); Example, SequenceExample, Features, Feature,
-FeatureList(s), BytesList, FloatList and Int64List (core/example/{example,feature}.proto). They have TF's package
+FeatureList(s), BytesList, FloatList and Int64List (core/example/{example,feature}.proto); a traced run's
+RunMetadata, StepStats and what they hold (core/framework/{step_stats,tensor_description,allocation_description}.proto,
+core/protobuf/config.proto). They have TF's package
 (`tensorflow`), names and field numbers, so what they parse and serialize is TF's bytes. What is
 left out here (the insides of a TensorProto's resource handles and variants, of a GraphDef's
 function library, of a MetaGraphDef's stripped op list, Any and object graph) parses as unknown
@@ -28,7 +30,7 @@ DATA_TYPES = ["DT_INVALID", "DT_FLOAT", "DT_DOUBLE", "DT_INT32", "DT_UINT8", "DT
               "DT_UINT32", "DT_UINT64"]
 
 # message: [(field, number, type, "repeated"/"oneof"/"" ), ...]; a type in _TYPES is a scalar,
-# "map:X" a map<string, X>, anything else a message or an enum (DataType or one of _ENUMS). A
+# "map:X" a map<string, X> ("map:K:X" a map<K, X>), anything else a message or an enum (DataType or one of _ENUMS). A
 # message's oneof is named "value", or NAME where its fields say "oneof:NAME".
 _MESSAGES = {
     "TensorShapeProto": [("dim", 2, "TensorShapeProto.Dim", "repeated"), ("unknown_rank", 3, "bool", "")],
@@ -128,6 +130,44 @@ _MESSAGES = {
               ("log_message", 6, "LogMessage", "oneof:what"), ("session_log", 7, "SessionLog", "oneof:what"),
               ("tagged_run_metadata", 8, "TaggedRunMetadata", "oneof:what"),
               ("meta_graph_def", 9, "bytes", "oneof:what"), ("source_metadata", 10, "SourceMetadata", "")],
+    # tensorflow/core/framework/step_stats.proto, tensor_description.proto, allocation_description.proto;
+    # RunMetadata of core/protobuf/config.proto (a cost graph is kept as unknown fields)
+    "AllocationDescription": [("requested_bytes", 1, "int64", ""), ("allocated_bytes", 2, "int64", ""),
+                              ("allocator_name", 3, "string", ""), ("allocation_id", 4, "int64", ""),
+                              ("has_single_reference", 5, "bool", ""), ("ptr", 6, "uint64", "")],
+    "TensorDescription": [("dtype", 1, "DataType", ""), ("shape", 2, "TensorShapeProto", ""),
+                          ("allocation_description", 4, "AllocationDescription", "")],
+    "AllocationRecord": [("alloc_micros", 1, "int64", ""), ("alloc_bytes", 2, "int64", "")],
+    "AllocatorMemoryUsed": [("allocator_name", 1, "string", ""), ("total_bytes", 2, "int64", ""),
+                            ("peak_bytes", 3, "int64", ""), ("live_bytes", 4, "int64", ""),
+                            ("allocation_records", 6, "AllocationRecord", "repeated"),
+                            ("allocator_bytes_in_use", 5, "int64", "")],
+    "NodeOutput": [("slot", 1, "int32", ""), ("tensor_description", 3, "TensorDescription", "")],
+    "MemoryStats": [("temp_memory_size", 1, "int64", ""), ("persistent_memory_size", 3, "int64", ""),
+                    ("persistent_tensor_alloc_ids", 5, "int64", "repeated"),
+                    ("device_temp_memory_size", 2, "int64", ""), ("device_persistent_memory_size", 4, "int64", ""),
+                    ("device_persistent_tensor_alloc_ids", 6, "int64", "repeated")],
+    "NodeExecStats": [("node_name", 1, "string", ""), ("all_start_micros", 2, "int64", ""),
+                      ("op_start_rel_micros", 3, "int64", ""), ("op_end_rel_micros", 4, "int64", ""),
+                      ("all_end_rel_micros", 5, "int64", ""), ("memory", 6, "AllocatorMemoryUsed", "repeated"),
+                      ("output", 7, "NodeOutput", "repeated"), ("timeline_label", 8, "string", ""),
+                      ("scheduled_micros", 9, "int64", ""), ("thread_id", 10, "uint32", ""),
+                      ("referenced_tensor", 11, "AllocationDescription", "repeated"),
+                      ("memory_stats", 12, "MemoryStats", ""), ("all_start_nanos", 13, "int64", ""),
+                      ("op_start_rel_nanos", 14, "int64", ""), ("op_end_rel_nanos", 15, "int64", ""),
+                      ("all_end_rel_nanos", 16, "int64", ""), ("scheduled_nanos", 17, "int64", "")],
+    "DeviceStepStats": [("device", 1, "string", ""), ("node_stats", 2, "NodeExecStats", "repeated"),
+                        ("thread_names", 3, "map:uint32:string", "")],
+    "StepStats": [("dev_stats", 1, "DeviceStepStats", "repeated")],
+    "CostGraphDef": [],
+    "RunMetadata": [("step_stats", 1, "StepStats", ""), ("cost_graph", 2, "CostGraphDef", ""),
+                    ("partition_graphs", 3, "GraphDef", "repeated"),
+                    ("function_graphs", 4, "RunMetadata.FunctionGraphs", "repeated"),
+                    ("session_metadata", 5, "SessionMetadata", "")],
+    "RunMetadata.FunctionGraphs": [("partition_graphs", 1, "GraphDef", "repeated"),
+                                   ("pre_optimization_graph", 2, "GraphDef", ""),
+                                   ("post_optimization_graph", 3, "GraphDef", "")],
+    "SessionMetadata": [("name", 1, "string", ""), ("version", 2, "int64", "")],
     # tensorflow/core/example/feature.proto, example.proto
     "BytesList": [("value", 1, "bytes", "repeated")],
     "FloatList": [("value", 1, "float", "repeated")],
@@ -159,8 +199,9 @@ def _field(message, full, name, number, type, kind):
     if type.startswith("map:"):
         entry = message.nested_type.add(name="".join(w.capitalize() for w in name.split("_")) + "Entry")
         entry.options.map_entry = True
-        _field(entry, None, "key", 1, "string", "")
-        _field(entry, None, "value", 2, type[4:], "")
+        key, _, value = type[4:].rpartition(":")
+        _field(entry, None, "key", 1, key or "string", "")
+        _field(entry, None, "value", 2, value, "")
         f.type, f.type_name = _F.TYPE_MESSAGE, f".tensorflow.{full}.{entry.name}"
     elif type in _TYPES:
         f.type = _TYPES[type]
@@ -221,3 +262,6 @@ BytesList, FloatList, Int64List = _cls("BytesList"), _cls("FloatList"), _cls("In
 Feature, Features, FeatureList = _cls("Feature"), _cls("Features"), _cls("FeatureList")
 FeatureLists = _cls("FeatureLists")
 Example, SequenceExample = _cls("Example"), _cls("SequenceExample")
+RunMetadata, StepStats, DeviceStepStats = _cls("RunMetadata"), _cls("StepStats"), _cls("DeviceStepStats")
+NodeExecStats, NodeOutput, TensorDescription = _cls("NodeExecStats"), _cls("NodeOutput"), _cls("TensorDescription")
+AllocationDescription, AllocatorMemoryUsed = _cls("AllocationDescription"), _cls("AllocatorMemoryUsed")

@@ -371,6 +371,17 @@ def _seq2seq():
     return got[0].shape == (2, 5, 3) and got[1].tolist() == [5, 3] and got[2] > 0 and got[3].shape[::2] == (2, 2)
 
 
+def _traced_run():
+    import json
+
+    from pygrad.client import timeline
+    rm = tf.RunMetadata()
+    tf.Session().run(tf.constant([1.0]) * 2.0, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                     run_metadata=rm)
+    trace = json.loads(timeline.Timeline(rm.step_stats).generate_chrome_trace_format())
+    return [e["args"]["op"] for e in trace["traceEvents"] if e["ph"] == "X"] == ["Mul"]
+
+
 PROBES = {
     # tf.metrics
     "estimator.DNNLinearCombinedClassifier + inputs.numpy_input_fn (train, evaluate)": lambda: _canned(
@@ -554,6 +565,14 @@ PROBES = {
     "ConfigProto / GPUOptions / RunOptions / RunMetadata": lambda: tf.Session(config=tf.ConfigProto(
         gpu_options=tf.GPUOptions(allow_growth=True))).run(tf.constant(2), options=tf.RunOptions(),
                                                            run_metadata=tf.RunMetadata()) == 2,
+    "RunOptions(trace_level=FULL_TRACE) + RunMetadata.step_stats / client.timeline.Timeline": _traced_run,
+    "profiler.profile / profiler.ProfileOptionBuilder (trainable_variables_parameter, float_operation)": lambda: (
+        tf.get_variable("w", [3, 4], initializer=tf.zeros_initializer()) is not None and
+        tf.matmul(tf.ones([2, 3]), tf.ones([3, 4])) is not None and
+        tf.profiler.profile(options={**tf.profiler.ProfileOptionBuilder.trainable_variables_parameter(),
+                                     "output": "none"}).total_parameters == 12 and
+        tf.profiler.profile(cmd="op", options=tf.profiler.ProfileOptionBuilder(
+            tf.profiler.ProfileOptionBuilder.float_operation()).with_empty_output().build()).total_float_ops == 48),
     "app.flags / flags": lambda: tf.app.flags is tf.flags and hasattr(tf.flags, "DEFINE_string"),
     "logging": lambda: tf.logging.set_verbosity(tf.logging.WARN) is None and tf.logging.INFO < tf.logging.WARN,
     "gfile": lambda: tf.gfile.Exists(".") and tf.gfile.IsDirectory("."),

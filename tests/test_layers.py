@@ -19,13 +19,14 @@ LAYERS = [
     ("ops", ["pygrad.ops", "pygrad.ops.*"]),
     ("gradients", ["pygrad.gradients", "pygrad.control_flow_grad"]),
     ("lowering", ["pygrad.lowering", "pygrad.host", "pygrad.session_store", "pygrad.fusion"]),
-    ("session", ["pygrad.session", "pygrad.plan_cache", "pygrad._run"]),
+    ("session", ["pygrad.session", "pygrad.plan_cache", "pygrad._run", "pygrad.step_stats"]),
     ("api", ["pygrad.train", "pygrad.train.*", "pygrad.nn", "pygrad.platform", "pygrad.platform.*", "pygrad.layers", "pygrad.layers.*", "pygrad.losses", "pygrad.metrics", "pygrad.metrics.*", "pygrad.estimator", "pygrad.estimator.*",
              "pygrad.summary", "pygrad.summary.*", "pygrad.data", "pygrad.data.*", "pygrad.compat",
              "pygrad.contrib", "pygrad.contrib.*", "pygrad.rnn", "pygrad.rnn.*", "pygrad.linalg", "pygrad.math", "pygrad.strings", "pygrad.lookup", "pygrad.image",
              "pygrad.random", "pygrad.test", "pygrad.importer", "pygrad.import_ops", "pygrad.import_control_flow", "pygrad.examples",
              "pygrad.examples.*", "pygrad.meta_graph", "pygrad.graph_util", "pygrad.saved_model",
-             "pygrad.saved_model.*", "pygrad.feature_column", "pygrad.feature_column.*"]),
+             "pygrad.saved_model.*", "pygrad.feature_column", "pygrad.feature_column.*", "pygrad.client",
+             "pygrad.client.*", "pygrad.profiler", "pygrad.profiler.*"]),
     ("surface", ["pygrad"]),
     # Above the surface: `import tensorflow` as pygrad (the import hook maps onto the package as a whole) and
     # the parameter server, which runs user code written on `import pygrad as tf`.

@@ -4,6 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "pg/signals.h"
 
 namespace pg {
@@ -112,7 +115,7 @@ int64_t Plan::arena_bytes() const {
 }
 
 void Plan::execute(const void* const* feeds, size_t num_feeds, void* const* outs, size_t num_outs,
-                   int64_t deadline_ns) {
+                   int64_t deadline_ns, std::vector<StepTrace>* trace) {
   use_signal_stack();  // a signal handled while a kernel runs must not land on its stack (pg/signals.h)
   finalize();
   if (num_feeds != feeds_.size() || num_outs != fetches_.size())
@@ -147,6 +150,14 @@ void Plan::execute(const void* const* feeds, size_t num_feeds, void* const* outs
   char* base = static_cast<char*>(arena.block.data());
   for (const auto& [buffer, offset] : offsets_) frame.ptr[size_t(buffer)] = base + offset;
   for (size_t i = 0; i < num_feeds; ++i) frame.ptr[size_t(feed_buffers_[i])] = const_cast<void*>(feeds[i]);
+  auto run = [&frame](const StepEntry& s, size_t i) {
+    try {
+      s.fn(frame);
+    } catch (const std::invalid_argument& e) {
+      throw StepError(int(i), e.what());
+    }
+  };
+  const uint32_t thread = trace ? uint32_t(syscall(SYS_gettid)) : 0;  // every step runs on this thread
   const bool watch = sigint_stops_runs_here();
   const uint64_t sigints = watch ? sigint_count() : 0;
   for (size_t i = 0; i < steps_.size(); ++i) {
@@ -157,10 +168,12 @@ void Plan::execute(const void* const* feeds, size_t num_feeds, void* const* outs
       if (s.cond_buffer < 0 || !*static_cast<const bool*>(frame.ptr[size_t(s.cond_buffer)])) i = size_t(s.target) - 1;
       continue;
     }
-    try {
-      s.fn(frame);
-    } catch (const std::invalid_argument& e) {
-      throw StepError(int(i), e.what());
+    if (!trace) {
+      run(s, i);
+    } else {
+      const int64_t start = monotonic_ns();
+      run(s, i);
+      trace->push_back({int32_t(i), thread, start, monotonic_ns()});
     }
     if (s.initializes_var >= 0) store_->set_initialized(s.initializes_var, true);
   }

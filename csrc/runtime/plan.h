@@ -70,6 +70,15 @@ class VarStore {
   std::vector<std::unique_ptr<Var>> vars_;
 };
 
+// One step a traced run ran: its index in the plan, the thread that ran it (the OS thread id) and
+// when it started and ended (monotonic_ns()). A step of a loop appears once per iteration.
+struct StepTrace {
+  int32_t step;
+  uint32_t thread;
+  int64_t start_ns;
+  int64_t end_ns;
+};
+
 class Plan {
  public:
   Plan(std::shared_ptr<VarStore> store, std::shared_ptr<Arenas> arenas)
@@ -105,9 +114,10 @@ class Plan {
   // Runs may overlap (each has its own frame and arena). Before each step (a loop's jump back is
   // one) a run stops with Interrupted when a SIGINT arrived since it began on a thread whose runs
   // stop so (pg/signals.h), and with DeadlineExceeded once monotonic_ns() passes deadline_ns (0:
-  // none); what the steps before wrote stays written.
+  // none); what the steps before wrote stays written. With a trace, each step that ran (not the
+  // jumps) is appended to it, in the order they ran; without one the run reads no clock for it.
   void execute(const void* const* feeds, size_t num_feeds, void* const* outs, size_t num_outs,
-               int64_t deadline_ns = 0);
+               int64_t deadline_ns = 0, std::vector<StepTrace>* trace = nullptr);
 
  private:
   void finalize();

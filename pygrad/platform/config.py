@@ -1,10 +1,13 @@
-"""The option protos TF1 sessions take: ConfigProto, GPUOptions, GraphOptions, RunOptions and
-RunMetadata, as plain objects with TF's field names and defaults. What pygrad honours:
-``intra_op_parallelism_threads`` (> 0 sets pygrad's thread count when a session starts),
-``operation_timeout_in_ms`` and RunOptions' ``timeout_in_ms`` (a run that takes longer stops with
-DeadlineExceededError; RunOptions' wins when both are set). The rest
-is accepted and kept, since pygrad runs on the CPU alone (device counts, placement logging, GPU
-memory) and makes no traces (RunMetadata stays empty)."""
+"""The option protos TF1 sessions take: ConfigProto, GPUOptions, GraphOptions and RunOptions, as
+plain objects with TF's field names and defaults, and RunMetadata, TF's message (pygrad/tf_protos.py,
+built on first use). What pygrad honours: ``intra_op_parallelism_threads`` (> 0 sets pygrad's thread
+count when a session starts), ``operation_timeout_in_ms`` and RunOptions' ``timeout_in_ms`` (a run
+that takes longer stops with DeadlineExceededError; RunOptions' wins when both are set), and
+RunOptions' ``trace_level``: SOFTWARE_TRACE, HARDWARE_TRACE or FULL_TRACE fills the run's
+RunMetadata.step_stats with the ops it ran and their times (pygrad/step_stats.py). The rest is
+accepted and kept, since pygrad runs on the CPU alone (device counts, placement logging, GPU memory).
+"""
+from pygrad.proto import lazy_messages
 
 
 class _Options:
@@ -52,5 +55,4 @@ class RunOptions(_Options):
                "output_partition_graphs": False, "report_tensor_allocations_upon_oom": False}
 
 
-class RunMetadata(_Options):
-    _fields = {"step_stats": None, "cost_graph": None, "partition_graphs": list}
+__getattr__ = lazy_messages(__name__, ("RunMetadata",))

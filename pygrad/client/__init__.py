@@ -1,0 +1,1 @@
+"""TF's tensorflow.python.client helpers that TF1 programs import directly: timeline."""
