@@ -306,8 +306,21 @@ def main():
                    help="training steps with keep_prob 1.0 compared across libraries (0: none)")
     p.add_argument("--seed", type=int, default=0, help="NumPy seed of the initial weights")
     common.add_onednn_probe_option(p)
+    p.add_argument("--per-step", action="store_true",
+                   help="only time each op of pygrad's training step from traced runs (--steps of them)")
     args, libs, batches = common.start(p, BATCH)
     import numpy as np
+
+    if args.per_step:
+        import pygrad as tf
+        with common.fresh_graph(tf):
+            x, y_, keep_prob, _, loss, train_step = build_tf1(tf, initial_values(args.seed))
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                common.per_step_report(tf, sess, [train_step, loss], lambda i: {
+                    x: batches[i % len(batches)][0], y_: batches[i % len(batches)][1], keep_prob: KEEP_PROB_TRAIN},
+                    args.steps, "pygrad, the convnet's training step")
+        return
 
     if args.onednn_probe:
         onednn_probe(libs, args.onednn_probe, args.data_dir, [BATCH], args.seed)

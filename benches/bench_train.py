@@ -289,14 +289,32 @@ def session_run_trivial(tf, calls, session_kwargs):
     return times
 
 
+def per_step_softmax(batches, steps):
+    import pygrad as tf
+    x, y = tf.placeholder(tf.float32, [None, 784]), tf.placeholder(tf.float32, [None, 10])
+    W, b = tf.Variable(tf.zeros([784, 10])), tf.Variable(tf.zeros([10]))
+    cost = tf.reduce_mean(-tf.reduce_sum(y * tf.log(tf.nn.softmax(tf.matmul(x, W) + b)), reduction_indices=1))
+    opt = tf.train.GradientDescentOptimizer(LEARNING_RATE).minimize(cost)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        common.per_step_report(tf, sess, [opt, cost], lambda i: dict(zip((x, y), batches[i % len(batches)])), steps,
+                               "pygrad, the softmax step")
+
+
 def main():
     p = common.argument_parser(__doc__)
     p.add_argument("--steps", type=int, default=2000, help="timed training steps per repeat")
     p.add_argument("--mlp-steps", type=int, default=500, help="timed MLP training steps per repeat")
     p.add_argument("--calls", type=int, default=20000, help="timed trivial session.run calls")
     p.add_argument("--seed", type=int, default=0, help="NumPy seed of the MLP's initial weights")
+    p.add_argument("--per-step", action="store_true",
+                   help="only time each op of pygrad's softmax step from traced runs (--steps of them)")
     args, libs, batches = common.start(p, BATCH)
     import numpy as np
+
+    if args.per_step:
+        per_step_softmax(batches, min(args.steps, 500))
+        return
 
     print(f"cpu: {common.cpu_model()}")
     for line in common.blas_description():

@@ -456,3 +456,29 @@ class Results:
             for lib, (med, p10, p90) in rows.items():
                 ratio = f"{med / base[0]:.2f}x" if base is not None and lib != "pygrad" else ""
                 print(f"{case:<22}{lib:<12}{med:>12.1f}{p10:>12.1f}{p90:>12.1f}{ratio:>14}")
+
+
+def per_step_report(tf, sess, fetches, feed_of, steps, title, top=12):
+    """Times each op of a training step from traced runs (RunOptions FULL_TRACE: the native plan's
+    per-step timers, wall time on the run's thread) over `steps` steps (feed_of(i) gives step i's
+    feeds) and prints the median microseconds per step of each op's step, largest first. Fused
+    steps are labelled with all their ops."""
+    import numpy as np
+    per_op = {}
+    for i in range(steps):
+        rm = tf.RunMetadata()
+        sess.run(fetches, feed_dict=feed_of(i), options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                 run_metadata=rm)
+        step = {}
+        for dev in rm.step_stats.dev_stats:
+            for n in dev.node_stats:
+                label = n.timeline_label.split(" = ", 1)[-1].split("(", 1)[0] + "  " + n.node_name
+                step[label] = step.get(label, 0) + (n.all_end_rel_nanos or n.all_end_rel_micros * 1000) / 1000
+        for label, us in step.items():
+            per_op.setdefault(label, []).append(us)
+    rows = sorted(((float(np.median(v)), k) for k, v in per_op.items()), reverse=True)
+    print(f"\n{title}: median µs per step over {steps} traced steps (the plan's per-step timers)")
+    for us, label in rows[:top]:
+        print(f"  {us:9.1f}  {label}")
+    rest = sum(us for us, _ in rows[top:])
+    print(f"  {rest:9.1f}  the other {max(0, len(rows) - top)} steps; all steps {sum(us for us, _ in rows):.1f}")

@@ -137,3 +137,18 @@ def test_input_pipeline_bench_runs_in_a_tiny_mode(tmp_path):
     rows = [line.split() for line in out.splitlines() if line.startswith("pygrad ")]
     assert len(rows) == 1 and rows[0][3].endswith("%"), out
     assert "check: pygrad's median wait" in out
+
+
+def test_per_step_timer_of_the_softmax_step(tmp_path, mnist_dir):
+    """bench_train.py --per-step: the table the README's breakdown of the softmax step quotes, from
+    traced runs; its rows are the step's ops and they add up to the whole."""
+    import subprocess
+    out = subprocess.run([sys.executable, str(BENCHES / "bench_train.py"), "--per-step", "--steps", "5",
+                          "--peers", "none", "--data-dir", mnist_dir],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True).stdout
+    rows = [line.split() for line in out.splitlines()[out.splitlines().index(next(
+        line for line in out.splitlines() if line.startswith("pygrad, the softmax step"))) + 1:]]
+    ops = {r[2] for r in rows if len(r) == 3}
+    assert {"MatMul", "gradients/MatMul_grad/MatMul_1", "GradientDescent/update_Variable/ApplyGradientDescent"} <= ops
+    total = float(rows[-1][-1])
+    assert abs(sum(float(r[0]) for r in rows[:-1]) + float(rows[-1][0]) - total) < 0.2 + 1e-3 * total
