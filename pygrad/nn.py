@@ -11,7 +11,8 @@ from pygrad.ops.sparse_embedding import embedding_lookup_sparse, safe_embedding_
 from pygrad.ops.math_ops import relu, sigmoid, tanh  # noqa: F401
 from pygrad.ops.nn_impl import batch_normalization, fused_batch_norm, moments  # noqa: F401
 from pygrad.ops.nn_ops import (bias_add, l2_loss, log_softmax, softmax, softmax_cross_entropy_with_logits,  # noqa: F401
-                               softmax_cross_entropy_with_logits_v2, sparse_softmax_cross_entropy_with_logits)
+                               softmax_cross_entropy_with_logits_v2, sparse_softmax_cross_entropy_with_logits,
+                               xw_plus_b)
 from pygrad.ops.random_ops import dropout  # noqa: F401
 from pygrad.ops.topk_ops import in_top_k, top_k  # noqa: F401
 from pygrad.rnn import rnn_cell  # noqa: F401

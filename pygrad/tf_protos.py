@@ -5,7 +5,8 @@ AssetFileDef, SaverDef and SavedModel (core/protobuf/{meta_graph,saver,saved_mod
 VariableDef and SaveSliceInfoDef (framework/variable.proto); the event file's Event, Summary,
 SummaryMetadata, SummaryDescription, HistogramProto, SessionLog, LogMessage and TaggedRunMetadata
 (core/util/event.proto, framework/summary.proto); Example, SequenceExample, Features, Feature,
-FeatureList(s), BytesList, FloatList and Int64List (core/example/{example,feature}.proto). They have TF's package
+FeatureList(s), BytesList, FloatList and Int64List (core/example/{example,feature}.proto); ClusterDef,
+JobDef and ServerDef (core/protobuf/{cluster,tensorflow_server}.proto). They have TF's package
 (`tensorflow`), names and field numbers, so what they parse and serialize is TF's bytes. What is
 left out here (the insides of a TensorProto's resource handles and variants, of a GraphDef's
 function library, of a MetaGraphDef's stripped op list, Any and object graph) parses as unknown
@@ -28,7 +29,7 @@ DATA_TYPES = ["DT_INVALID", "DT_FLOAT", "DT_DOUBLE", "DT_INT32", "DT_UINT8", "DT
               "DT_UINT32", "DT_UINT64"]
 
 # message: [(field, number, type, "repeated"/"oneof"/"" ), ...]; a type in _TYPES is a scalar,
-# "map:X" a map<string, X>, anything else a message or an enum (DataType or one of _ENUMS). A
+# "map:X" a map<string, X> ("map:K:X" a map<K, X>), anything else a message or an enum (DataType or one of _ENUMS). A
 # message's oneof is named "value", or NAME where its fields say "oneof:NAME".
 _MESSAGES = {
     "TensorShapeProto": [("dim", 2, "TensorShapeProto.Dim", "repeated"), ("unknown_rank", 3, "bool", "")],
@@ -137,6 +138,14 @@ _MESSAGES = {
     "Features": [("feature", 1, "map:Feature", "")],
     "FeatureList": [("feature", 1, "Feature", "repeated")],
     "FeatureLists": [("feature_list", 1, "map:FeatureList", "")],
+    # tensorflow/core/protobuf/cluster.proto, tensorflow_server.proto (ConfigProto kept as unknown fields)
+    "JobDef": [("name", 1, "string", ""), ("tasks", 2, "map:int32:string", "")],
+    "ClusterDef": [("job", 1, "JobDef", "repeated")],
+    "ConfigProto": [], "ClusterDeviceFilters": [],
+    "ServerDef": [("cluster", 1, "ClusterDef", ""), ("job_name", 2, "string", ""), ("task_index", 3, "int32", ""),
+                  ("default_session_config", 4, "ConfigProto", ""), ("protocol", 5, "string", ""),
+                  ("port", 6, "int32", ""), ("cluster_device_filters", 7, "ClusterDeviceFilters", ""),
+                  ("replica", 8, "int32", "")],
     "Example": [("features", 1, "Features", "")],
     "SequenceExample": [("context", 1, "Features", ""), ("feature_lists", 2, "FeatureLists", "")],
 }
@@ -159,8 +168,9 @@ def _field(message, full, name, number, type, kind):
     if type.startswith("map:"):
         entry = message.nested_type.add(name="".join(w.capitalize() for w in name.split("_")) + "Entry")
         entry.options.map_entry = True
-        _field(entry, None, "key", 1, "string", "")
-        _field(entry, None, "value", 2, type[4:], "")
+        key, _, value = type[4:].rpartition(":")  # "map:X" has string keys, "map:K:X" keys of type K
+        _field(entry, None, "key", 1, key or "string", "")
+        _field(entry, None, "value", 2, value, "")
         f.type, f.type_name = _F.TYPE_MESSAGE, f".tensorflow.{full}.{entry.name}"
     elif type in _TYPES:
         f.type = _TYPES[type]
@@ -221,3 +231,4 @@ BytesList, FloatList, Int64List = _cls("BytesList"), _cls("FloatList"), _cls("In
 Feature, Features, FeatureList = _cls("Feature"), _cls("Features"), _cls("FeatureList")
 FeatureLists = _cls("FeatureLists")
 Example, SequenceExample = _cls("Example"), _cls("SequenceExample")
+JobDef, ClusterDef, ServerDef = _cls("JobDef"), _cls("ClusterDef"), _cls("ServerDef")

@@ -1,6 +1,6 @@
 """Softmax, log-softmax and the fused cross-entropies (tf.nn.*), with their gradients."""
 from pygrad import dtypes
-from pygrad.graph import build_error
+from pygrad.graph import build_error, get_default_graph
 from pygrad.ops.array_ops import convert_to_tensor, expand_dims, reshape, stop_gradient, transpose
 from pygrad.ops.math_ops import FLOATS, check_dtype
 from pygrad.ops.reduction_ops import reduce_sum
@@ -271,3 +271,9 @@ def bias_add(value, bias, data_format=None, name=None):
     if channels_first:
         bias = reshape(bias, [-1] + [1] * (value.shape.ndims - 2))
     return math_ops.add(value, bias, name=name or "BiasAdd")
+
+
+def xw_plus_b(x, weights, biases, name=None):
+    """matmul(x, weights) + biases, in name scope "xw_plus_b" (TF's tf.nn.xw_plus_b)."""
+    with get_default_graph().name_scope(name or "xw_plus_b") as scope:
+        return bias_add(math_ops.matmul(x, weights), biases, name=scope)
