@@ -287,15 +287,18 @@ def _free_port():
 def test_server_def_target_and_session_targets(peer):
     port = _free_port()
     cluster = {"worker": [f"127.0.0.1:{port}"], "ps": ["127.0.0.1:1"]}
-    theirs = peer.train.Server(cluster, job_name="worker", task_index=0, start=False)
+    # TF's ServerDef from TF's own rule (a TF Server would listen on every interface until the
+    # process ends; tests/test_supervisor.py compares targets with a TF server in a subprocess).
+    from tensorflow.python.training.server_lib import _make_server_def
+    theirs = _make_server_def(cluster, "worker", 0, None, None)
     ours = tf.train.Server(cluster, job_name="worker", task_index=0)
-    assert ours.target == theirs.target == f"grpc://127.0.0.1:{port}"
-    assert type(theirs.server_def).FromString(ours.server_def.SerializeToString()) == theirs.server_def
+    assert ours.target == f"grpc://127.0.0.1:{port}"
+    assert type(theirs).FromString(ours.server_def.SerializeToString()) == theirs
     local = tf.train.Server.create_local_server()
     assert local.target.startswith("grpc://localhost:") and local.server_def.job_name == "localhost"
     for args in [({"a": ["x:1"], "b": ["y:2"]},), ({"a": ["x:1", "x:2"]},), (3,)]:
         with pytest.raises((TypeError, ValueError)) as their_error:
-            peer.train.Server(*args, start=False)
+            _make_server_def(*args, None, None, None, None)
         with pytest.raises(their_error.type, match=str(their_error.value).replace("`", ".")):
             tf.train.Server(*args, start=False)
     with pytest.raises(tf.errors.InternalError, match='Task 3 was not defined in job "a"'):
