@@ -134,6 +134,15 @@ def device(device_name_or_function):
     return get_default_graph().device(device_name_or_function)
 
 
+def colocate_with(op, ignore_existing=False):
+    """Ops built inside go where op is (see Graph.colocate_with)."""
+    return get_default_graph().colocate_with(op, ignore_existing)
+
+
+from pygrad.device import DeviceSpec  # noqa: E402,F401
+from pygrad.train.session_manager import report_uninitialized_variables  # noqa: E402,F401
+
+
 def disable_eager_execution():
     """pygrad is graph mode only, as TF1 programs expect: nothing to disable."""
 

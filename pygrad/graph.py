@@ -5,6 +5,7 @@ import threading
 
 from pygrad import dtypes as _dtypes
 from pygrad import errors
+from pygrad.device import StackEntry, device_of
 from pygrad.shapes import as_shape
 
 
@@ -27,6 +28,8 @@ class GraphKeys:
     INIT_OP = "init_op"
     LOCAL_INIT_OP = "local_init_op"
     SUMMARY_OP = "summary_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
     SAVERS = "savers"
     TABLE_INITIALIZERS = "table_initializer"
     ACTIVATIONS = "activations"
@@ -52,7 +55,8 @@ class Graph:
         # Ops the session runs in Python around a plan (ops with a host stage, which OpDef adds;
         # see host.py); a graph without them takes Session.run's direct path.
         self.host_ops = []
-        self._device = ""  # a string or a function of the op (Graph.device)
+        self._device_stack = []  # the tf.device scopes around the ops being built (device.StackEntry)
+        self._colocation_stack = []  # the ops of the colocate_with scopes, innermost last
         self._finalized = False
         self._lock = threading.RLock()
 
@@ -180,6 +184,12 @@ class Graph:
             self.stored_variables.append(entry)
             return tensor
 
+    def holds_variable(self, op):
+        """Whether op is the VariableV2 op of a variable (not of hidden state: a random op's counter)."""
+        if op.type != "VariableV2" or op.attrs["var_index"] >= len(self.stored_variables):
+            return False
+        return not hasattr(self.stored_variables[op.attrs["var_index"]], "session_start")
+
     # ---- collections ----
     def add_to_collection(self, name, value):
         self._collections.setdefault(name, []).append(value)
@@ -229,15 +239,50 @@ class Graph:
     # ---- devices ----
     @contextlib.contextmanager
     def device(self, device_name_or_function):
-        """Ops built inside record this device (a string, or a function of the op that returns
-        one, as tf.train.replica_device_setter gives); None clears it. Recorded only: every op runs
-        on the CPU, as TF with soft placement on a machine without accelerators."""
-        old = self._device
-        self._device = device_name_or_function or ""
+        """Ops built inside get this device: a string or DeviceSpec merges under the device the
+        inner scopes give (their fields win), a function of the op returns the op's device (as
+        tf.train.replica_device_setter's), None drops the devices of the scopes around it.
+        Recorded only: every op runs on the CPU, as TF with soft placement on a machine without
+        accelerators."""
+        self._device_stack.append(StackEntry(device_name_or_function))
         try:
             yield
         finally:
-            self._device = old
+            self._device_stack.pop()
+
+    @contextlib.contextmanager
+    def colocate_with(self, op, ignore_existing=False):
+        """Ops built inside go where op is (an Operation, Tensor or Variable): they take its device
+        if it has one, whatever the device scopes say; the device scopes around are set aside.
+        op None with ignore_existing drops the enclosing colocations too."""
+        if op is None and not ignore_existing:
+            raise ValueError("Trying to reset colocation (op is None) but ignore_existing is not True")
+        if op is not None:
+            op = unwrap(op)
+            op = op.op if isinstance(op, Tensor) else op
+            if not isinstance(op, Operation):
+                raise TypeError(f"colocate_with: expected an Operation, Tensor or Variable, got {op!r}")
+        devices, colocations = self._device_stack, self._colocation_stack
+        self._device_stack = []
+        if ignore_existing:
+            self._colocation_stack = []
+        if op is not None:
+            self._colocation_stack = self._colocation_stack + [op]
+        try:
+            yield
+        finally:
+            self._device_stack, self._colocation_stack = devices, colocations
+
+    def _place(self, op):
+        """Sets the device and colocation of op, which is being built: the device scopes'
+        merge, unless an op it is colocated with has a device."""
+        op._device, op._colocation = "", None
+        device_of(op, self._device_stack)
+        if self._colocation_stack:
+            op._colocation = sorted({g for c in self._colocation_stack for g in c.colocation_groups()})
+            placed = next((c.device for c in reversed(self._colocation_stack) if c.device), None)
+            if placed is not None:
+                op._device = placed
 
     # ---- default graph ----
     @contextlib.contextmanager
@@ -325,7 +370,7 @@ class Operation:
     """A node: its type, name, inputs, attributes, outputs, and the user line that built it."""
 
     __slots__ = ("type", "name", "graph", "inputs", "control_inputs", "attrs", "outputs", "opdef", "site", "_id",
-                 "_device", "_control_flow_context", "__weakref__")
+                 "_device", "_colocation", "_control_flow_context", "__weakref__")
 
     def __init__(self, graph, opdef, name, inputs, attrs, output_specs, site):
         self.graph = graph
@@ -338,8 +383,7 @@ class Operation:
         self.control_inputs = list(graph._control_dependencies)
         self._control_flow_context = graph._control_flow_context
         self.outputs = tuple(Tensor(self, i, dt, shape) for i, (dt, shape) in enumerate(output_specs))
-        device = graph._device
-        self._device = (device(self) or "") if callable(device) else device
+        graph._place(self)
         graph._add_op(self)
 
     @property
@@ -348,12 +392,16 @@ class Operation:
 
     @property
     def device(self):
-        """The device the op was placed on with tf.device: recorded, as TF records it; pygrad runs
-        every op on the CPU."""
+        """The device string tf.device scopes and colocation gave the op, as TF's; recorded only:
+        pygrad runs every op on the CPU."""
         return self._device
 
     def _set_device(self, device):
-        self._device = device
+        self._device = device.to_string() if hasattr(device, "to_string") else str(device or "")
+
+    def colocation_groups(self):
+        """TF's colocation groups: [b"loc:@<op>"] of the ops it was built colocated with, else its own."""
+        return list(self._colocation) if self._colocation else [f"loc:@{self.name}".encode()]
 
     def get_attr(self, name):
         return self.attrs[name]

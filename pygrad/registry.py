@@ -23,6 +23,7 @@ gives the function; per-op Python values (a py_func's function) are attributes i
     def _(ctx, op, values):           # ctx: state per session, runs in the same session
         return op.attrs["func"](*values)
 """
+import contextlib
 from collections import namedtuple
 
 from pygrad import _C, errors
@@ -181,9 +182,12 @@ class OpDef:
         full_name = name[:-1] if name and name.endswith("/") else graph.unique_name(name or self.type)
         site = errors.user_site()
         specs = self.infer(inputs, attrs, name=full_name, site=site)
-        op = Operation(graph, self, full_name, inputs, attrs,
-                       [(s.dtype, s.shape if isinstance(s.shape, TensorShape) else TensorShape(s.shape))
-                        for s in specs], site)
+        # An op writing a variable goes where the variable is (TF colocates an op with its ref inputs).
+        ref = inputs[self.ref_input].op if self.ref_input is not None else None
+        with graph.colocate_with(ref) if ref is not None and graph.holds_variable(ref) else contextlib.nullcontext():
+            op = Operation(graph, self, full_name, inputs, attrs,
+                           [(s.dtype, s.shape if isinstance(s.shape, TensorShape) else TensorShape(s.shape))
+                            for s in specs], site)
         if self.host_stage is not None and not (self.host_stage == AFTER and self.lowering == HOST and op.outputs):
             graph.host_ops.append(op)  # the session runs it around the plan (host.plan_host_run)
         if not op.outputs:

@@ -82,15 +82,44 @@ class _Fetches:
         return kind(self._rebuild(v, values) for v in items)
 
 
+# The targets of this process's started tf.train.Servers (train/server_lib.py), each with the
+# variables its sessions share, per graph: a session on one runs here, and sees the variables the
+# other sessions on that server wrote, as TF's sessions on one server do.
+LOCAL_TARGETS = {}  # target -> weakref.WeakKeyDictionary {graph: SessionStore}
+
+
+def check_target(target):
+    """target, if a session on it runs in this process: "" or the target of one of its started
+    tf.train.Servers. A session runs where its graph was built; a server of another process (a
+    cluster's ps or worker task) cannot run it, and is refused rather than run here silently."""
+    target = target.decode() if isinstance(target, bytes) else target
+    if not isinstance(target, str):
+        raise TypeError(f"Session target must be a string, got {type(target).__name__} {target!r}")
+    if target == "" or target in LOCAL_TARGETS:
+        return target
+    if target.startswith("grpc://"):
+        raise errors.UnimplementedError(
+            None, None, f"Session target {target!r}: no tf.train.Server of this process listens on "
+                        f"{target[len('grpc://'):]}. pygrad runs a session in the process that builds the graph: "
+                        f"its target is \"\" or a started server of this process (tf.train.Server(...).target)")
+    raise errors.NotFoundError(None, None, f"No session factory registered for the given session options: "
+                                           f"{{target: {target!r}}}")
+
+
 class BaseSession:
     """A session of a graph. Beyond TF's API, Session.run's compiled path (pygrad/_run.pyx, which
     the Python path below defines the behaviour of) uses: `plans`, the session's PlanCache;
     `closed`; `run_general`, a run of anything; `convert_feed`, a feed value as the array a plan
     takes; and `run_error`, TF's error for a failed plan. TF's Session has none of these names."""
 
+    _target = ""
+
     def __init__(self, target="", graph=None, config=None):
+        self._target = check_target(target)
         self.graph = graph if graph is not None else get_default_graph()
-        self._store = SessionStore(self.graph)
+        stores = LOCAL_TARGETS.get(self._target)
+        self._store = SessionStore(self.graph) if stores is None else stores.setdefault(self.graph,
+                                                                                       SessionStore(self.graph))
         self.plans = PlanCache()
         self._host_runs = {}  # (elements, feed tensors) -> host.HostRun
         self._host = HostContext(lambda fetches, feed_dict: self.run(fetches, feed_dict))  # what its host ops get
@@ -145,7 +174,7 @@ class BaseSession:
 
     @property
     def sess_str(self):
-        return ""
+        return self._target
 
     # ---- running ----
     # Session.run is compiled (pygrad/_run.pyx): it runs the common case itself, a cached plan

@@ -7,7 +7,8 @@ SummaryMetadata, SummaryDescription, HistogramProto, SessionLog, LogMessage and 
 (core/util/event.proto, framework/summary.proto); Example, SequenceExample, Features, Feature,
 FeatureList(s), BytesList, FloatList and Int64List (core/example/{example,feature}.proto); a traced run's
 RunMetadata, StepStats and what they hold (core/framework/{step_stats,tensor_description,allocation_description}.proto,
-core/protobuf/config.proto). They have TF's package
+core/protobuf/config.proto); ClusterDef, JobDef and ServerDef (core/protobuf/{cluster,tensorflow_server}.proto).
+They have TF's package
 (`tensorflow`), names and field numbers, so what they parse and serialize is TF's bytes. What is
 left out here (the insides of a TensorProto's resource handles and variants, of a GraphDef's
 function library, of a MetaGraphDef's stripped op list, Any and object graph) parses as unknown
@@ -177,6 +178,14 @@ _MESSAGES = {
     "Features": [("feature", 1, "map:Feature", "")],
     "FeatureList": [("feature", 1, "Feature", "repeated")],
     "FeatureLists": [("feature_list", 1, "map:FeatureList", "")],
+    # tensorflow/core/protobuf/cluster.proto, tensorflow_server.proto (ConfigProto kept as unknown fields)
+    "JobDef": [("name", 1, "string", ""), ("tasks", 2, "map:int32:string", "")],
+    "ClusterDef": [("job", 1, "JobDef", "repeated")],
+    "ConfigProto": [], "ClusterDeviceFilters": [],
+    "ServerDef": [("cluster", 1, "ClusterDef", ""), ("job_name", 2, "string", ""), ("task_index", 3, "int32", ""),
+                  ("default_session_config", 4, "ConfigProto", ""), ("protocol", 5, "string", ""),
+                  ("port", 6, "int32", ""), ("cluster_device_filters", 7, "ClusterDeviceFilters", ""),
+                  ("replica", 8, "int32", "")],
     "Example": [("features", 1, "Features", "")],
     "SequenceExample": [("context", 1, "Features", ""), ("feature_lists", 2, "FeatureLists", "")],
 }
@@ -199,7 +208,7 @@ def _field(message, full, name, number, type, kind):
     if type.startswith("map:"):
         entry = message.nested_type.add(name="".join(w.capitalize() for w in name.split("_")) + "Entry")
         entry.options.map_entry = True
-        key, _, value = type[4:].rpartition(":")
+        key, _, value = type[4:].rpartition(":")  # "map:X" has string keys, "map:K:X" keys of type K
         _field(entry, None, "key", 1, key or "string", "")
         _field(entry, None, "value", 2, value, "")
         f.type, f.type_name = _F.TYPE_MESSAGE, f".tensorflow.{full}.{entry.name}"
@@ -265,3 +274,4 @@ Example, SequenceExample = _cls("Example"), _cls("SequenceExample")
 RunMetadata, StepStats, DeviceStepStats = _cls("RunMetadata"), _cls("StepStats"), _cls("DeviceStepStats")
 NodeExecStats, NodeOutput, TensorDescription = _cls("NodeExecStats"), _cls("NodeOutput"), _cls("TensorDescription")
 AllocationDescription, AllocatorMemoryUsed = _cls("AllocationDescription"), _cls("AllocatorMemoryUsed")
+JobDef, ClusterDef, ServerDef = _cls("JobDef"), _cls("ClusterDef"), _cls("ServerDef")

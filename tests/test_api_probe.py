@@ -54,6 +54,34 @@ def _feature_columns():
         "m", "n", "nw", "w", "x"]
 
 
+def _replicated():
+    cluster = tf.train.ClusterSpec({"ps": ["ps0:1", "ps1:1"], "worker": ["w0:1"]})
+    with tf.device(tf.train.replica_device_setter(cluster=cluster)):
+        a, b = tf.Variable([[1.0]]), tf.Variable([2.0])
+        y = tf.nn.xw_plus_b(tf.constant([[3.0]]), a, b)
+    with tf.colocate_with(a):
+        c = tf.constant(0.0)
+    server = tf.train.Server.create_local_server()
+    with tf.Session(server.target) as sess:
+        sess.run(tf.global_variables_initializer())
+        value = sess.run(y).tolist()
+    return value == [[5.0]] and [a.device, b.device, y.device, c.device] == [
+        "/job:ps/task:0", "/job:ps/task:1", "/job:worker", "/job:ps/task:0"] and tf.DeviceSpec.from_string(
+            "/job:ps/cpu:0").to_string() == "/job:ps/device:CPU:0"
+
+
+def _supervised():
+    v = tf.Variable(1.0)
+    report = tf.report_uninitialized_variables()
+    sv = tf.train.Supervisor(logdir=None, session_manager=tf.train.SessionManager(ready_op=report))
+    with sv.managed_session() as sess:
+        looper = sv.loop(None, sv.request_stop)
+        looper.join(10)
+        ok = sess.run(v) == 1.0 and sess.run(report).size == 0 and sv.should_stop()
+    return ok and issubclass(tf.train.LooperThread, object) and issubclass(tf.train.WorkerSessionCreator,
+                                                                          tf.train.SessionCreator)
+
+
 def run(fetch, feed=None):
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -504,6 +532,12 @@ PROBES = {
     "train.AdadeltaOptimizer": _optimizer(lambda: tf.train.AdadeltaOptimizer(1.0)),
     "train.FtrlOptimizer": _optimizer(lambda: tf.train.FtrlOptimizer(0.1)),
     "train.ProximalGradientDescentOptimizer": _optimizer(lambda: tf.train.ProximalGradientDescentOptimizer(0.1)),
+    "train.ClusterSpec / Server / replica_device_setter / DeviceSpec / colocate_with / nn.xw_plus_b": _replicated,
+    "train.Supervisor / SessionManager / LooperThread / WorkerSessionCreator / report_uninitialized_variables":
+    _supervised,
+    "contrib.training.GreedyLoadBalancingStrategy / byte_size_load_fn / RandomStrategy": lambda: tf.contrib.training
+    .GreedyLoadBalancingStrategy(2, tf.contrib.training.byte_size_load_fn)(tf.Variable([1.0]).op) == 0 and
+    tf.contrib.training.RandomStrategy(3)(tf.no_op(name="n")) in (0, 1, 2),
     # input pipelines
     "data.Dataset (map, filter, batch) + one-shot iterator": _dataset,
     "data.Dataset (shuffle, repeat) + initializable iterator": _initializable,

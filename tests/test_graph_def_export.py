@@ -625,7 +625,11 @@ def test_from_version_writes_the_ops_added_since(tf_peer):
     names = [n.name for n in graph.as_graph_def(from_version=version).node]
     assert names == ["Const", "mul", "y/reduction_indices", "y"]
     full = graph_def(graph)
-    assert [n.device for n in full.node if n.name == "y"] == ["/cpu:0"]
+    assert [n.device for n in full.node if n.name == "y"] == ["/device:CPU:0"]  # TF's canonical name
+    g = tf_peer.Graph()
+    with g.as_default(), tf_peer.device("/cpu:0"):
+        tf_peer.reduce_sum(tf_peer.placeholder(tf_peer.float32, [3, 4]) * 2.0, 1, name="y")
+    assert g.get_operation_by_name("y").device == "/device:CPU:0"
     g = tf_peer.Graph()
     with g.as_default():
         tf_peer.import_graph_def(tf_peer.GraphDef.FromString(full.SerializeToString()), name="")

@@ -13,7 +13,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "pygrad"
 LAYERS = [
     ("core", ["pygrad._C", "pygrad.dtypes", "pygrad.shapes", "pygrad.errors", "pygrad.proto", "pygrad.nest",
               "pygrad.messages", "pygrad.kernels", "pygrad.tf_protos"]),
-    ("graph", ["pygrad.graph", "pygrad.graph_def", "pygrad.graph_def_compose",
+    ("graph", ["pygrad.device", "pygrad.graph", "pygrad.graph_def", "pygrad.graph_def_compose",
                "pygrad.graph_def_control_flow"]),
     ("registry", ["pygrad.registry", "pygrad.op_identity"]),
     ("ops", ["pygrad.ops", "pygrad.ops.*"]),

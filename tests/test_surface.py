@@ -62,8 +62,10 @@ def test_device_is_recorded_and_everything_runs_on_the_cpu():
             b = tf.constant(3.0)
             c = a * b
     d = a + 1
-    assert (a.op.device, b.op.device, c.op.device, d.op.device) == ("/gpu:0", "/cpu:0", "/job:ps", "")
-    assert c.device == "/job:ps"
+    # TF's strings: the outer scope merges under what the function returned, field by field.
+    assert (a.op.device, b.op.device, c.op.device, d.op.device) == ("/device:GPU:0", "/device:CPU:0",
+                                                                    "/job:ps/device:GPU:0", "")
+    assert c.device == "/job:ps/device:GPU:0"
     config = tf.ConfigProto(allow_soft_placement=True, log_device_placement=False)
     config.gpu_options.allow_growth = True
     with tf.Session(config=config) as sess:

@@ -51,8 +51,9 @@ class _Counter:
         self.shape = TensorShape([])
         self.dtype = dtypes.int64
         self.seeded = seeded
-        self._variable = graph.add_stored_variable(self, lambda index: VariableV2(
-            shape=self.shape, dtype=self.dtype, var_index=index, name=name))
+        with graph.device(None):  # pygrad's own state, not a TF variable: device functions never see it
+            self._variable = graph.add_stored_variable(self, lambda index: VariableV2(
+                shape=self.shape, dtype=self.dtype, var_index=index, name=name))
         self.op = self._variable.op
 
     def session_start(self):

@@ -85,15 +85,30 @@ def no_op(name=None):
 
 
 def group(*inputs, name=None):
-    """An op that runs all inputs (ops or tensors) and has no output."""
+    """An op that runs all inputs (ops or tensors) and has no output. As TF's: inputs on more
+    than one device get a NoOp per device ("<name>/NoOp", "<name>/NoOp_1", ... in device order),
+    which the returned op waits for; a NoOp is built on its inputs' device."""
     graph = get_default_graph()
-    deps = []
+    by_device = {}
     for x in inputs:
         for item in (x if isinstance(x, (list, tuple)) else [x]):
             item = graph.as_graph_element(item)
-            deps.append(item.op if isinstance(item, Tensor) else item)
-    with graph.control_dependencies(deps):
-        return NoOp(name=name or "group_deps")
+            item = item.op if isinstance(item, Tensor) else item
+            by_device.setdefault(item.device, []).append(item)
+
+    def on_device(device, deps, name=None):
+        with graph.control_dependencies(deps), graph.device(device):
+            return NoOp(name=name or "NoOp")
+
+    with graph.name_scope(name or "group_deps") as scope:
+        if len(by_device) == 1:
+            (device, deps), = by_device.items()
+            return on_device(device, deps, scope)
+        if not by_device:
+            return NoOp(name=scope)
+        per_device = [on_device(device, by_device[device]) for device in sorted(by_device)]
+        with graph.control_dependencies(per_device):
+            return NoOp(name=scope)
 
 
 # ---------------------------------------------------------------- is_variable_initialized
@@ -122,7 +137,8 @@ def is_variable_initialized(variable, name=None):
     v = unwrap(variable)
     if not isinstance(v, Tensor) or v.op.type != "VariableV2":
         raise IsVariableInitialized.error(f"expected a variable, got {variable!r}", name)
-    return IsVariableInitialized(variable=v, name=name or "IsVariableInitialized")
+    with v.graph.colocate_with(v.op):
+        return IsVariableInitialized(variable=v, name=name or "IsVariableInitialized")
 
 
 # ---------------------------------------------------------------- Variable
@@ -144,8 +160,8 @@ class Variable(TensorLike):
         # As TF's init_scope: the variable and its initializer ignore enclosing control_dependencies,
         # so initializing it never runs (or waits for) the ops the user made it depend on.
         with graph.control_dependencies(None), graph.name_scope(name or "Variable") as scope:
-            if callable(initial_value):
-                with graph.name_scope("Initializer"):
+            if callable(initial_value):  # built on no device, as TF's (which colocates it with the variable)
+                with graph.name_scope("Initializer"), graph.device(None):
                     initial_value = initial_value()
             self._initial_value = convert_to_tensor(initial_value, dtype=dtype, name="initial_value") \
                 if not isinstance(initial_value, TensorLike) else convert_to_tensor(initial_value)
@@ -271,7 +287,7 @@ class Variable(TensorLike):
 
     @property
     def device(self):
-        return ""
+        return self._variable.device
 
     def value(self):
         return self._variable

@@ -46,7 +46,7 @@ class ConfigProto(_Options):
     _fields = {"device_count": dict, "intra_op_parallelism_threads": 0, "inter_op_parallelism_threads": 0,
                "use_per_session_threads": False, "allow_soft_placement": False, "log_device_placement": False,
                "gpu_options": GPUOptions, "graph_options": GraphOptions, "operation_timeout_in_ms": 0,
-               "isolate_session_state": False}
+               "isolate_session_state": False, "device_filters": list}
 
 
 class RunOptions(_Options):

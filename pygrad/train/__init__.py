@@ -68,3 +68,14 @@ from pygrad.train.queue_runner import QueueRunner, add_queue_runner, start_queue
 __all__ += ["Coordinator", "QueueRunner", "add_queue_runner", "batch", "batch_join", "input_producer", "limit_epochs",
             "maybe_batch", "maybe_batch_join", "maybe_shuffle_batch", "maybe_shuffle_batch_join", "queue_runner", "range_input_producer", "shuffle_batch", "shuffle_batch_join",
             "slice_input_producer", "start_queue_runners", "string_input_producer"]
+
+# Between-graph replication: the cluster, this process's server, the placement of ps and worker ops.
+from pygrad.train.device_setter import replica_device_setter  # noqa: E402
+from pygrad.train.server_lib import ClusterSpec, Server  # noqa: E402
+from pygrad.train.session_manager import SessionManager  # noqa: E402
+from pygrad.train.supervisor import Supervisor  # noqa: E402
+from pygrad.train.coordinator import LooperThread  # noqa: E402
+from pygrad.train.monitored_session import WorkerSessionCreator  # noqa: E402
+
+__all__ += ["ClusterSpec", "LooperThread", "Server", "SessionManager", "Supervisor", "WorkerSessionCreator",
+            "replica_device_setter"]

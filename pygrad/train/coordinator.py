@@ -1,5 +1,5 @@
 """tf.train.Coordinator: stops a group of threads together and re-raises the first error one of
-them reported (tf.train.LooperThread is not provided)."""
+them reported; tf.train.LooperThread, a thread of the coordinator that runs a function on a timer."""
 import contextlib
 import sys
 import threading
@@ -94,3 +94,48 @@ class Coordinator:
         with self._lock:
             if self._exc_info_to_raise:
                 raise self._exc_info_to_raise[1]
+
+
+class LooperThread(threading.Thread):
+    """A daemon thread registered with coord: start_loop(), then run_loop() (target(*args,
+    **kwargs) by default) every timer_interval_secs (back to back for None) until coord stops,
+    then stop_loop(); an exception it raises stops coord."""
+
+    def __init__(self, coord, timer_interval_secs, target=None, args=None, kwargs=None):
+        if not isinstance(coord, Coordinator):
+            raise ValueError(f"'coord' argument must be a Coordinator: {coord}")
+        super().__init__(daemon=True)
+        if target is None and (args or kwargs):
+            raise ValueError("'args' and 'kwargs' argument require that you also pass 'target'")
+        self._coord, self._timer_interval_secs = coord, timer_interval_secs
+        self._loop_target, self._loop_args, self._loop_kwargs = target, args or (), kwargs or {}
+        coord.register_thread(self)
+
+    @staticmethod
+    def loop(coord, timer_interval_secs, target, args=None, kwargs=None):
+        looper = LooperThread(coord, timer_interval_secs, target=target, args=args, kwargs=kwargs)
+        looper.start()
+        return looper
+
+    def run(self):
+        with self._coord.stop_on_exception():
+            self.start_loop()
+            if self._timer_interval_secs is None:
+                while not self._coord.should_stop():
+                    self.run_loop()
+            else:
+                next_time = time.time()
+                while not self._coord.wait_for_stop(next_time - time.time()):
+                    next_time += self._timer_interval_secs
+                    self.run_loop()
+            self.stop_loop()
+
+    def start_loop(self):
+        pass
+
+    def stop_loop(self):
+        pass
+
+    def run_loop(self):
+        if self._loop_target:
+            self._loop_target(*self._loop_args, **self._loop_kwargs)

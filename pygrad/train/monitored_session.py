@@ -2,21 +2,22 @@
 a Scaffold completes the graph (init op, saver), the session is restored from the newest
 checkpoint of checkpoint_dir or else initialized, and every run goes through the hooks.
 
-Single process only: the chief's path of TF (no workers, no recovery from a lost session)."""
+A chief (ChiefSessionCreator) restores or initializes; a worker (WorkerSessionCreator) waits
+until the model is ready, as in TF; sessions on one tf.train.Server of this process share its
+variables. No recovery from a lost session (pygrad's sessions run in the process)."""
 import logging
 
 from pygrad import errors
 from pygrad.graph import GraphKeys, get_default_graph
 from pygrad.ops.lookup_ops import tables_initializer
-from pygrad.ops.state_ops import global_variables_initializer, group, local_variables_initializer
-from pygrad.session import Session
-from pygrad.train import checkpoint_management
+from pygrad.ops.state_ops import global_variables, global_variables_initializer, group, local_variables_initializer
 from pygrad.train.coordinator import Coordinator
 from pygrad.ops import summary_ops
 from pygrad.train.hooks import (CheckpointSaverHook, SessionRunArgs, SessionRunContext, SessionRunValues,
                                 StepCounterHook, SummarySaverHook)
 from pygrad.train.queue_runner import start_queue_runners
 from pygrad.train.saver import Saver
+from pygrad.train.session_manager import SessionManager, report_uninitialized_variables
 
 _log = logging.getLogger("pygrad")
 LOCAL_INIT_OP, SAVERS, SUMMARY_OP = GraphKeys.LOCAL_INIT_OP, GraphKeys.SAVERS, GraphKeys.SUMMARY_OP
@@ -70,6 +71,16 @@ class Scaffold:
             self._summary_op = ops[0] if ops else summary_ops.merge_all()
             if not ops and self._summary_op is not None:
                 graph.add_to_collection(SUMMARY_OP, self._summary_op)
+        if self._ready_op is None:  # TF's: the names of the uninitialized variables
+            ops = graph.get_collection(GraphKeys.READY_OP)
+            self._ready_op = ops[0] if ops else report_uninitialized_variables()
+            if not ops:
+                graph.add_to_collection(GraphKeys.READY_OP, self._ready_op)
+        if self._ready_for_local_init_op is None:  # the local init op waits for the global variables
+            ops = graph.get_collection(GraphKeys.READY_FOR_LOCAL_INIT_OP)
+            self._ready_for_local_init_op = ops[0] if ops else report_uninitialized_variables(global_variables())
+            if not ops:
+                graph.add_to_collection(GraphKeys.READY_FOR_LOCAL_INIT_OP, self._ready_for_local_init_op)
         if self._saver is None:
             savers = graph.get_collection(SAVERS)
             if len(savers) > 1:
@@ -99,41 +110,42 @@ class SessionCreator:
 
 
 class ChiefSessionCreator(SessionCreator):
-    """Makes a session, restores the newest checkpoint of checkpoint_dir (or the file
+    """Makes a session on master, restores the newest checkpoint of checkpoint_dir (or the file
     checkpoint_filename_with_path) if there is one, initializes otherwise, then runs the local
-    init op."""
+    init op (SessionManager.prepare_session)."""
 
     def __init__(self, scaffold=None, master="", config=None, checkpoint_dir=None,
                  checkpoint_filename_with_path=None):
         self._scaffold = scaffold or Scaffold()
         self._checkpoint_dir, self._checkpoint_filename = checkpoint_dir, checkpoint_filename_with_path
-        self._config = config
+        self._master, self._config = master, config
 
     def create_session(self):
         scaffold = self._scaffold.finalize()
-        sess = Session(config=self._config)
-        saver = scaffold.saver
-        restored = False
-        if self._checkpoint_filename:
-            saver.restore(sess, self._checkpoint_filename)
-            restored = True
-        elif self._checkpoint_dir:
-            state = checkpoint_management.get_checkpoint_state(self._checkpoint_dir)
-            if state and state.model_checkpoint_path and \
-                    checkpoint_management.checkpoint_exists(state.model_checkpoint_path):
-                saver.restore(sess, state.model_checkpoint_path)
-                saver.recover_last_checkpoints(state.all_model_checkpoint_paths)
-                restored = True
-        if not restored:
-            if scaffold.init_op is None and not scaffold.init_fn and scaffold.local_init_op is None:
-                raise RuntimeError("Model is not initialized and no init_op or init_fn or local_init_op was given")
-            if scaffold.init_op is not None:
-                sess.run(scaffold.init_op, feed_dict=scaffold.init_feed_dict)
-            if scaffold.init_fn:
-                scaffold.init_fn(sess)
-        if scaffold.local_init_op is not None:
-            sess.run(scaffold.local_init_op)
-        return sess
+        return _session_manager(scaffold).prepare_session(
+            self._master, saver=scaffold.saver, checkpoint_dir=self._checkpoint_dir,
+            checkpoint_filename_with_path=self._checkpoint_filename, config=self._config, init_op=scaffold.init_op,
+            init_feed_dict=scaffold.init_feed_dict, init_fn=scaffold.init_fn)
+
+
+class WorkerSessionCreator(SessionCreator):
+    """Makes a session on master once the chief has made the model ready (the scaffold's ready
+    op reports no uninitialized variable), then runs the local init op; DeadlineExceededError
+    after max_wait_secs (SessionManager.wait_for_session)."""
+
+    def __init__(self, scaffold=None, master="", config=None, max_wait_secs=30 * 60):
+        self._scaffold = scaffold or Scaffold()
+        self._master, self._config, self._max_wait_secs = master, config, max_wait_secs
+
+    def create_session(self):
+        scaffold = self._scaffold.finalize()
+        return _session_manager(scaffold).wait_for_session(self._master, config=self._config,
+                                                           max_wait_secs=self._max_wait_secs)
+
+
+def _session_manager(scaffold):
+    return SessionManager(local_init_op=scaffold.local_init_op, ready_op=scaffold.ready_op,
+                          ready_for_local_init_op=scaffold.ready_for_local_init_op, graph=get_default_graph())
 
 
 class _StepContext:
@@ -279,10 +291,13 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
     saves a checkpoint there every save_checkpoint_secs (default 600) or save_checkpoint_steps,
     writes the scaffold's summary op to summary_dir (default checkpoint_dir) every
     save_summaries_steps (default 100) or save_summaries_secs, logs and writes the global steps
-    per second every log_step_count_steps, and runs hooks (then chief_only_hooks). Single process:
-    is_chief must be True."""
+    per second every log_step_count_steps, and runs hooks (then chief_only_hooks). master: "" or
+    the target of a tf.train.Server of this process. is_chief=False: a worker's session, made once
+    the chief has made the model ready (up to max_wait_secs), running hooks alone, as TF's."""
     if not is_chief:
-        raise NotImplementedError("MonitoredTrainingSession(is_chief=False): pygrad runs the chief only")
+        creator = WorkerSessionCreator(scaffold=scaffold, master=master, config=config, max_wait_secs=max_wait_secs)
+        return MonitoredSession(session_creator=creator, hooks=hooks or [],
+                                stop_grace_period_secs=stop_grace_period_secs)
     if save_checkpoint_steps is USE_DEFAULT and save_checkpoint_secs is USE_DEFAULT:
         save_checkpoint_steps, save_checkpoint_secs = None, 600
     elif save_checkpoint_secs is USE_DEFAULT:

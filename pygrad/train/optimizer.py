@@ -68,11 +68,11 @@ class Optimizer:
                 if g.dtype != v.dtype:
                     raise TypeError(f"{self._name}: gradient for {v.name} has dtype {g.dtype.name}, the variable "
                                     f"{v.dtype.name}")
-                with graph.name_scope("update_" + v.op.name):
+                with graph.name_scope("update_" + v.op.name), graph.colocate_with(v):  # on the variable's device
                     updates.append(self._apply_sparse_duplicate_indices(g, v) if sparse else self._apply_dense(g, v))
             if global_step is None:
                 return self._finish(updates, scope)
-            with graph.control_dependencies([self._finish(updates, "update")]):
+            with graph.control_dependencies([self._finish(updates, "update")]), graph.colocate_with(global_step):
                 return state_ops.assign_add(global_step, 1, name=scope).op
 
     def minimize(self, loss, global_step=None, var_list=None, gate_gradients=GATE_OP, aggregation_method=None,
@@ -105,14 +105,17 @@ class Optimizer:
         return slots[var]
 
     def _zeros_slot(self, var, slot_name, op_name):
-        return self._slot(var, slot_name, array_ops.zeros(var.shape, var.dtype), op_name)
+        with get_default_graph().colocate_with(var):
+            return self._slot(var, slot_name, array_ops.zeros(var.shape, var.dtype), op_name)
 
-    def _non_slot(self, name, initial_value):
+    def _non_slot(self, name, initial_value, colocate_with):
         """A variable shared by all updates of this optimizer in a graph (Adam's beta powers), named
-        in the current name scope, as TF's _create_non_slot_variable."""
-        key = (name, get_default_graph())
+        in the current name scope and placed with colocate_with, as TF's _create_non_slot_variable."""
+        graph = get_default_graph()
+        key = (name, graph)
         if key not in self._non_slots:
-            self._non_slots[key] = state_ops.Variable(initial_value, trainable=False, name=name)
+            with graph.colocate_with(colocate_with):
+                self._non_slots[key] = state_ops.Variable(initial_value, trainable=False, name=name)
         return self._non_slots[key]
 
     # ---------------------------------------------------------------- what subclasses give

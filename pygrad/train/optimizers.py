@@ -137,8 +137,9 @@ class AdamOptimizer(Optimizer):
         self._learning_rate, self._beta1, self._beta2, self._epsilon = learning_rate, beta1, beta2, epsilon
 
     def _create_slots(self, var_list):
-        self._beta1_power = self._non_slot("beta1_power", self._beta1)
-        self._beta2_power = self._non_slot("beta2_power", self._beta2)
+        first = min(var_list, key=lambda v: v.name)  # TF's: the beta powers go where this variable is
+        self._beta1_power = self._non_slot("beta1_power", self._beta1, first)
+        self._beta2_power = self._non_slot("beta2_power", self._beta2, first)
         for v in var_list:
             self._zeros_slot(v, "m", self._name)
             self._zeros_slot(v, "v", self._name)
@@ -166,7 +167,8 @@ class AdamOptimizer(Optimizer):
             grad.indices, name="SparseApplyAdam")
 
     def _finish(self, update_ops, name):
-        with get_default_graph().control_dependencies(update_ops):
+        graph = get_default_graph()
+        with graph.control_dependencies(update_ops), graph.colocate_with(self._beta1_power):
             update_b1 = state_ops.assign(self._beta1_power, self._beta1_power * self._b1)
             update_b2 = state_ops.assign(self._beta2_power, self._beta2_power * self._b2)
         return state_ops.group(*update_ops, update_b1, update_b2, name=name)

@@ -1,5 +1,7 @@
 """Slot variables (an optimizer's accumulators, a moving average's shadows), named as TensorFlow's
 slot_creator.py names them."""
+import contextlib
+
 from pygrad.ops import state_ops
 from pygrad.ops.partitioned_variables import SaveSliceInfo
 from pygrad.ops.variable_scope import variable_scope
@@ -9,7 +11,10 @@ def create_slot(primary, initial_value, name):
     """A non-trainable variable holding initial_value, made in a new variable scope
     '<primary>/<name>' (made unique: '<name>_1', ...) under the current variable scope: inside
     variable_scope('train') the slot of 'w' is 'train/w/<name>'; a name scope alone changes nothing."""
-    with variable_scope(None, default_name=f"{primary.op.name}/{name}") as scope:
+    graph = primary.graph
+    # As TF's: the slot of a variable goes where the variable is; a tensor's where the device scopes say.
+    where = graph.colocate_with(primary) if graph.holds_variable(primary.op) else contextlib.nullcontext()
+    with variable_scope(None, default_name=f"{primary.op.name}/{name}") as scope, where:
         slot = state_ops.Variable(initial_value, trainable=False, name=scope.name + "/")
     info = getattr(primary, "_save_slice_info", None)
     if info is not None:  # the slot of a part is the same part of the whole variable's slot
