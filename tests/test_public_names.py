@@ -29,7 +29,7 @@ _REACHED_THROUGH_OTHERS = """tf.AggregationMethod tf.GraphOptions
     tf.QueueBase tf.ReaderBase tf.VariableScope tf.image.ResizeMethod tf.contrib.crf.CrfDecodeBackwardRnnCell
     tf.contrib.crf.CrfDecodeForwardRnnCell tf.contrib.crf.CrfForwardRnnCell tf.contrib.distributions.Distribution
     tf.contrib.distributions.ReparameterizationType tf.train.SessionRunContext tf.train.SessionRunValues
-    tf.estimator.SessionRunContext tf.estimator.SessionRunValues tf.train.ChiefSessionCreator tf.train.SessionCreator
+    tf.estimator.SessionRunContext tf.estimator.SessionRunValues tf.train.ChiefSessionCreator
     tf.contrib.slim.evaluation.ChiefSessionCreator tf.contrib.slim.learning.ChiefSessionCreator
     tf.train.CheckpointState"""
 _NO_TEST_YET = """tf.audio_summary tf.histogram_summary tf.image_summary
