@@ -27,7 +27,6 @@ TF1_NAMESPACES = (
 
 # Modules pygrad binds under a TF1 namespace's name that are not that namespace.
 LEFT_OUT = {
-    "tf.compat": "pygrad's table of old and late-TF1 names; `tf.compat.v1` is `tf` itself",
     "tf.dtypes": "pygrad's dtypes module; the dtypes and `as_dtype` are counted in `tf`",
 }
 
@@ -175,6 +174,10 @@ ROWS = [
         '`TestCase` (TensorFlow\'s assertions and sessions), `main`, `compute_gradient`, '
         '`compute_gradient_error`, the device queries (no GPU)',
         '`Benchmark`, `get_temp_dir`, `assert_equal_graph_def`, `create_local_cluster`'),
+    Row(('tf.compat',),
+        "TF's text and number helpers (`as_bytes`, `as_text`/`as_str`, `as_str_any`, `path_to_str`, the "
+        "type tuples); `tf.compat.v1` is `tf` itself",
+        '`dimension_value`, `dimension_at_index`, `forward_compatible`, `v2`'),
     Row(('tf.import_graph_def', 'tf.GraphDef'),
         "frozen inference graphs and training graphs written by TensorFlow (195 TF op types, TF1's "
         "`cond`/`while_loop` control flow and TensorArrays lifted into pygrad's; see [Graphs to and from "
