@@ -1,7 +1,7 @@
 """The fault-injection suite's report: tests that inject faults (SIGKILL during a save or an event
 file's write, SIGINT into training runs, runaway loops, killed workers, shards and schedulers,
 rogue clients) record what happened with `record(scenario, **counts)`; at the end of the run,
-conftest.py prints one line per scenario (the counts the README quotes)."""
+conftest.py prints one line per scenario (the counts docs/reliability.md quotes)."""
 import json
 import os
 

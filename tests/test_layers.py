@@ -1,6 +1,6 @@
 """The layers of the pygrad package: every import, at module level or inside a function, points to
-the same layer or a lower one, and no modules import each other in a loop. The README's design
-section shows the same layers."""
+the same layer or a lower one, and no modules import each other in a loop. docs/design.md shows
+the same layers."""
 import ast
 import pathlib
 import re
