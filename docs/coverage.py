@@ -53,38 +53,50 @@ ROWS = [
         '`ConfigProto`, the pre-1.0 names (`mul`, `arg_max`, `select`, `initialize_all_variables`, ...), '
         'queues (`FIFOQueue`, `RandomShuffleQueue`, `PaddingFIFOQueue`, `PriorityQueue`) and readers '
         '(`TextLineReader`, `TFRecordReader`, `FixedLengthRecordReader`, `WholeFileReader`, '
-        '`IdentityReader`)',
+        '`IdentityReader`), partitioned variables (`fixed_size_partitioner`, '
+        '`min_max_variable_partitioner`, `variable_axis_size_partitioner`, '
+        "`create_partitioned_variables`, `PartitionedVariable`: TF's parts, slices in checkpoints both "
+        "ways), `norm`, `DeviceSpec` and TF's device scopes, `colocate_with`, "
+        "`report_uninitialized_variables`, `RunOptions(trace_level=FULL_TRACE)` and `RunMetadata` (TF's "
+        'StepStats, see `pygrad.client.timeline` and `tf.profiler`)',
         '`tf.keras`, `RaggedTensor`, `tf.sparse` beyond the names at its row'),
     Row(('tf.nn',),
         'activations, cross-entropies, `conv2d`(`_transpose`), `depthwise_conv2d`, `separable_conv2d`, '
-        'pooling, `moments`, batch norm, `embedding_lookup` (sparse gradients), `embedding_lookup_sparse` '
-        'and `safe_embedding_lookup_sparse` (the three combiners, weights), `nce_loss`, '
+        'pooling, `moments`, batch norm, `embedding_lookup` (sparse gradients), `embedding_lookup_sparse`'
+        ' and `safe_embedding_lookup_sparse` (the three combiners, weights), `nce_loss`, '
         '`sampled_softmax_loss`, `top_k`, `in_top_k`, `dynamic_rnn`, `static_rnn` and the bidirectional '
-        'ones',
-        '`conv1d`, `conv3d`, `atrous_conv2d`, `max_pool_with_argmax`, `local_response_normalization`, '
-        '`ctc_loss`'),
+        'ones, `atrous_conv2d` and `conv2d(dilations=...)`, `xw_plus_b`, `zero_fraction`, '
+        '`lrn`/`local_response_normalization`',
+        '`conv1d`, `conv3d`, `max_pool_with_argmax`, `ctc_loss`'),
     Row(('tf.nn.rnn_cell', 'tf.contrib.rnn'),
         '`BasicRNNCell`, `BasicLSTMCell`, `LSTMCell` (peepholes, projection, clipping), `GRUCell`, '
-        '`MultiRNNCell`, `DropoutWrapper`, `ResidualWrapper`, `LSTMStateTuple`',
-        '`LayerNormBasicLSTMCell`, attention wrappers, `tf.contrib.seq2seq`'),
+        "`MultiRNNCell`, `DropoutWrapper`, `ResidualWrapper`, `LSTMStateTuple`; contrib's "
+        '`LayerNormBasicLSTMCell`, `LSTMBlockCell`, `GRUBlockCell`(`V2`), `LSTMBlockFusedCell`, '
+        '`LSTMBlockWrapper`, `AttentionCellWrapper`, `HighwayWrapper`, `EmbeddingWrapper`, '
+        '`InputProjectionWrapper`, `OutputProjectionWrapper`, `stack_bidirectional_rnn`, '
+        '`stack_bidirectional_dynamic_rnn`, `static_rnn`',
+        '`GridLSTMCell`, `NASCell`, `TimeFreqLSTMCell` and the other rarer contrib cells, `CudnnLSTM`'),
     Row(('tf.train',),
         '9 optimizers (fused native dense and sparse updates), 6 learning-rate schedules, `Saver` '
         "(TensorFlow's V2 checkpoints, both ways), checkpoint readers, `MonitoredTrainingSession`, hooks "
         '(`FinalOpsHook` too), `ExponentialMovingAverage`, `.meta` files (`import_meta_graph`, '
         '`export_meta_graph`, `write_graph`), queue-fed input (`QueueRunner`, `Coordinator`, '
         '`start_queue_runners`, the `*_input_producer`s, `batch`, `shuffle_batch`, `batch_join`, '
-        "`shuffle_batch_join`, the `maybe_*` ones; SparseTensors batch through them as TF's)",
-        '`Server`/`ClusterSpec`/`replica_device_setter`, `SyncReplicasOptimizer`, `QueueBase.from_list`, '
-        '`shared_name` across sessions'),
+        "`shuffle_batch_join`, the `maybe_*` ones; SparseTensors batch through them as TF's); "
+        '`ClusterSpec`, `Server` (in one process), `replica_device_setter` (round-robin and greedy), '
+        '`SessionManager`, `Supervisor`, `MonitoredTrainingSession(master=, is_chief=)`, '
+        '`WorkerSessionCreator`',
+        "`SyncReplicasOptimizer`, a `Session` on another process's `Server` (ps variables in other "
+        'processes), `QueueBase.from_list`, `shared_name` across sessions'),
     Row(('tf.layers', 'tf.contrib.layers'),
         '`dense`, `conv2d`(`_transpose`), `separable_conv2d`, pooling, `dropout`, `flatten`, '
         "`batch_normalization`, the classes; contrib's (TF-Slim's) `fully_connected`, `conv2d`, "
-        '`conv2d_transpose`, `separable_conv2d`, pooling, `batch_norm` (fused, `is_training` as a tensor, '
-        '`updates_collections`), `layer_norm`, `one_hot_encoding`, `repeat`, `stack`, `embed_sequence`, '
+        '`conv2d_transpose`, `separable_conv2d`, pooling, `batch_norm` (fused, `is_training` as a tensor,'
+        ' `updates_collections`), `layer_norm`, `one_hot_encoding`, `repeat`, `stack`, `embed_sequence`, '
         '`softmax`, the summaries, `optimize_loss`, regularizers and initializers, all with `arg_scope` '
-        "and TF-Slim's variable names",
-        "`conv1d`/`conv3d`, atrous convolutions (`rate`), NCHW in contrib's layers, `maxout`, `gdn`, "
-        '`spatial_softmax`'),
+        "and TF-Slim's variable names; dilated convolutions (`dilation_rate`, contrib's `rate`)",
+        "`conv1d`/`conv3d`, NCHW in contrib's layers, `maxout`, `gdn`, `spatial_softmax`, dilated "
+        '`conv2d_transpose`'),
     Row(('tf.losses',),
         'the eight losses, reductions, `get_total_loss`, `get_regularization_loss`',
         '`cosine_distance`, `mean_pairwise_squared_error`'),
@@ -144,7 +156,7 @@ ROWS = [
         '`LinearClassifier`/`Regressor`, `DNNClassifier`/`Regressor`, '
         "`DNNLinearCombinedClassifier`/`Regressor`, `BaselineClassifier`/`Regressor` (TF1's heads, "
         'default optimizers and learning rates); see [Estimators](estimators.md)',
-        '`BoostedTrees*`, multi-head estimators, distributed `TF_CONFIG`'),
+        '`BoostedTrees*`, multi-head estimators, distributed `TF_CONFIG` (refused, saying so)'),
     Row(('tf.contrib.framework', 'tf.contrib.slim', 'tf.contrib.slim.learning', 'tf.contrib.slim.evaluation',
          'tf.contrib.slim.losses', 'tf.contrib.distributions', 'tf.contrib.crf', 'tf.contrib.training',
          'tf.contrib.learn.datasets', 'tf.contrib.learn.datasets.mnist'),
@@ -152,13 +164,15 @@ ROWS = [
         '`assign_from_checkpoint_fn`, ...); TF-Slim: the layers above, `slim.losses` (also '
         '`tf.contrib.losses`), `slim.metrics`, `slim.learning` (`create_train_op`, `train`), '
         '`slim.evaluation` (`evaluate_once`, `evaluation_loop`), `slim.nets` (`alexnet`, `vgg`, '
-        '`overfeat`, `resnet_v1`, `resnet_v2`, `inception_v1`, `inception_v2`, `inception_v3`, with '
-        "TF-Slim's variable names), the fine-tuning idiom; `tf.contrib.distributions` (`Normal`, "
-        '`Uniform`, `Bernoulli`, `Categorical`, `MultivariateNormalDiag`, `kl_divergence`), '
-        '`tf.contrib.crf`, `tf.contrib.training` (`HParams`, `create_train_op`), '
-        '`tf.contrib.learn.datasets.mnist`, `tf.contrib.lookup`, `tf.contrib.metrics`, `tf.contrib.rnn`',
-        '`tf.contrib.seq2seq`, `legacy_seq2seq`, the contrib RNN extras (`LayerNormBasicLSTMCell`, ...), '
-        "ResNet's `output_stride`, slim's data providers, `Normal.cdf` (no `erf` yet)"),
+        '`overfeat`, `resnet_v1`, `resnet_v2`, `inception_v1`, `inception_v2`, `inception_v3`, with TF-'
+        "Slim's variable names), the fine-tuning idiom; `tf.contrib.distributions` (`Normal`, `Uniform`, "
+        '`Bernoulli`, `Categorical`, `MultivariateNormalDiag`, `kl_divergence`), `tf.contrib.crf`, '
+        '`tf.contrib.training` (`HParams`, `create_train_op`), `tf.contrib.learn.datasets.mnist`, '
+        '`tf.contrib.lookup`, `tf.contrib.metrics`, `tf.contrib.rnn`; `slim.nets.lenet`, '
+        "`slim.nets.mobilenet_v1` (the models repo's), ResNet's `output_stride` (atrous); "
+        '`tf.contrib.training.GreedyLoadBalancingStrategy`, `RandomStrategy`, `byte_size_load_fn`',
+        "slim's data providers, `Normal.cdf` (no `erf` yet); the rest of contrib (`tf.contrib.seq2seq`, "
+        '`legacy_seq2seq` and the RNN extras have rows of their own)'),
     Row(('tf.contrib.seq2seq',),
         '`dynamic_decode`, `BasicDecoder` with `TrainingHelper`, `GreedyEmbeddingHelper` and '
         '`SampleEmbeddingHelper`, `AttentionWrapper` (`BahdanauAttention`, `LuongAttention`), '
@@ -174,6 +188,12 @@ ROWS = [
         '`TestCase` (TensorFlow\'s assertions and sessions), `main`, `compute_gradient`, '
         '`compute_gradient_error`, the device queries (no GPU)',
         '`Benchmark`, `get_temp_dir`, `assert_equal_graph_def`, `create_local_cluster`'),
+    Row(('tf.profiler',),
+        '`profile` with `ProfileOptionBuilder` (`trainable_variables_parameter`, `float_operation`, '
+        "`time_and_memory`): TF's parameter and FLOP counts, the `scope`, `graph` and `op` views; "
+        '`pygrad.client.timeline.Timeline` (`tensorflow.python.client.timeline` under `python -m pygrad`) '
+        'turns the StepStats of a traced run into a Chrome trace',
+        '`write_op_log`, `advise`, the `code` view, per-op memory'),
     Row(('tf.compat',),
         "TF's text and number helpers (`as_bytes`, `as_text`/`as_str`, `as_str_any`, `path_to_str`, the "
         "type tuples); `tf.compat.v1` is `tf` itself",
