@@ -16,16 +16,8 @@ from progress import progress
 from pygrad.examples.tutorials.mnist import input_data
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("data_dir")
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    np.random.seed(args.seed)
-    tf.set_random_seed(args.seed)
-    mnist = input_data.read_data_sets(args.data_dir, one_hot=False)
-
+def build():
+    """The graph: (x, labels, is_training placeholders, logits, loss, Adam train op)."""
     x = tf.placeholder(tf.float32, [None, 784])
     labels = tf.placeholder(tf.int64, [None])
     is_training = tf.placeholder(tf.bool, [])
@@ -41,6 +33,20 @@ def main():
     loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
     with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
         train = tf.train.AdamOptimizer(1e-3).minimize(loss)
+    return x, labels, is_training, logits, loss, train
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data_dir")
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    np.random.seed(args.seed)
+    tf.set_random_seed(args.seed)
+    mnist = input_data.read_data_sets(args.data_dir, one_hot=False)
+
+    x, labels, is_training, logits, loss, train = build()
     accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), labels), tf.float32))
 
     with tf.Session() as sess:

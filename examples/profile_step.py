@@ -14,6 +14,7 @@ import os
 import numpy as np
 
 import pygrad as tf
+from convnet_layers import build
 from pygrad.client import timeline
 from pygrad.examples.tutorials.mnist import input_data
 
@@ -29,21 +30,7 @@ def main():
     tf.set_random_seed(0)
     mnist = input_data.read_data_sets(args.data_dir, one_hot=False)
 
-    x = tf.placeholder(tf.float32, [None, 784])
-    labels = tf.placeholder(tf.int64, [None])
-    is_training = tf.placeholder(tf.bool, [])
-    h = tf.reshape(x, [-1, 28, 28, 1])
-    h = tf.layers.conv2d(h, 16, 3, padding="same", activation=tf.nn.relu)
-    h = tf.layers.max_pooling2d(h, 2, 2)
-    h = tf.layers.conv2d(h, 32, 3, padding="same", use_bias=False)
-    h = tf.nn.relu(tf.layers.batch_normalization(h, training=is_training))
-    h = tf.layers.max_pooling2d(h, 2, 2)
-    h = tf.layers.dense(tf.layers.flatten(h), 128, activation=tf.nn.relu)
-    h = tf.layers.dropout(h, rate=0.3, training=is_training)
-    logits = tf.layers.dense(h, 10)
-    loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
-    with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
-        train = tf.train.AdamOptimizer(1e-3).minimize(loss)
+    x, labels, is_training, logits, loss, train = build()
 
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
