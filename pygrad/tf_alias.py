@@ -28,8 +28,8 @@ TF_API_VERSION = "1.15.5"
 
 def unsupported(api):
     """The message for a TF name pygrad does not have."""
-    return (f"{api}: pygrad does not support this TensorFlow API yet (the table under 'What is supported' in "
-            f"pygrad's README lists what it covers)")
+    return (f"{api}: pygrad does not support this TensorFlow API yet (docs/coverage.md, 'What is supported', "
+            f"lists what it covers)")
 
 
 # tensorflow.python.<path>: the pygrad modules its names are looked up in, first match first. pygrad's
@@ -40,6 +40,9 @@ PYTHON_MODULES = {
     "": "pygrad",
     "pywrap_tensorflow": "pygrad.train",  # NewCheckpointReader
     "client.session": "pygrad pygrad.session",
+    "client.timeline": "pygrad.client.timeline",
+    "profiler.model_analyzer": "pygrad.profiler",
+    "profiler.option_builder": "pygrad.profiler",
     "framework.constant_op": "pygrad",
     "framework.dtypes": "pygrad pygrad.dtypes",
     "framework.errors": "pygrad.errors",

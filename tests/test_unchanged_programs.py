@@ -132,6 +132,7 @@ TRAIN_NET = '''
 
     import numpy as np
     import tensorflow as tf
+    from tensorflow.python.client import timeline
     from tensorflow.python.framework import dtypes, ops
     from tensorflow.python.ops import array_ops, math_ops, nn_ops
 
@@ -156,10 +157,15 @@ TRAIN_NET = '''
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             losses = [float(sess.run([loss, step], feed)[0]) for _ in range(4)]
-            final = sess.run(logits, feed)
+            traced = tf.RunMetadata()
+            final = sess.run(logits, feed, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                             run_metadata=traced)
+        trace = json.loads(timeline.Timeline(traced.step_stats).generate_chrome_trace_format())
         return {"variables": [[v.op.name, v.shape.as_list()] for v in tf.trainable_variables()],
                 "loss_name": loss.op.name, "losses": losses, "logits": final.tolist(),
-                "graph": ops.get_default_graph() is tf.get_default_graph()}
+                "graph": ops.get_default_graph() is tf.get_default_graph(),
+                "traced": sorted({op for e in trace["traceEvents"] if e["ph"] == "X"  # (a fused step: "Conv2D+Add")
+                                  for op in e["args"]["op"].split("+")})}
 
 
     if __name__ == "__main__":
@@ -195,6 +201,10 @@ def test_two_file_slim_program_against_tensorflow(tmp_path, tf_peer, tf_slim):
     assert got["variables"] == want["variables"]
     assert got["loss_name"] == want["loss_name"] == "loss/Add"
     assert got["graph"] and want["graph"]
+    # a traced run's Chrome trace (tensorflow.python.client.timeline) shows the net's kernels in both
+    for kernel in ("conv2d", "matmul", "maxpool"):  # (TF's oneDNN build runs them as _MklNativeFusedConv2D, ...)
+        assert any(kernel in op.lower() for op in got["traced"]), got["traced"]
+        assert any(kernel in op.lower() for op in want["traced"]), want["traced"]
     np.testing.assert_allclose(got["losses"], want["losses"], rtol=1e-5)
     np.testing.assert_allclose(got["logits"], want["logits"], rtol=1e-5, atol=1e-6)
     assert got["losses"][-1] < got["losses"][0]
@@ -214,7 +224,7 @@ ERRORS = '''
         except (AttributeError, ImportError, OSError) as e:
             print(type(e).__name__, "|", e)
 
-    caught(lambda: timeline.Timeline)
+    caught(lambda: timeline.made_up)
     caught(lambda: tf.contrib.made_up)
     caught(lambda: gen_made_up_ops.made_up)
     caught(lambda: exec("from tensorflow.python.ops.math_ops import bessel_i0e"))
@@ -229,11 +239,11 @@ def test_missing_names_say_so(tmp_path):
     write(tmp_path, {"errors.py": ERRORS})
     out = run_pygrad(tmp_path, "errors.py", env={"PYGRAD_MNIST_URL": "file:///no-mnist-mirror/"})
     assert out.returncode == 1
-    hint = ": pygrad does not support this TensorFlow API yet (the table under 'What is supported' in pygrad's README"
+    hint = ": pygrad does not support this TensorFlow API yet (docs/coverage.md, 'What is supported', lists what"
     lines = out.stdout.splitlines()
     assert [line.split(" | ")[0] for line in lines] == ["AttributeError"] * 3 + ["ImportError"] * 2 + ["DownloadError"]
     assert [line.split(" | ")[1].split(hint)[0] for line in lines[:5]] == [
-        "tensorflow.python.client.timeline.Timeline", "tensorflow.contrib.made_up",
+        "tensorflow.python.client.timeline.made_up", "tensorflow.contrib.made_up",
         "tensorflow.python.ops.gen_made_up_ops.made_up", "tensorflow.python.ops.math_ops.bessel_i0e",
         "tensorflow.keras"]
     # Offline, the tutorials' reader names the files it lacks and where to put them.
@@ -243,7 +253,7 @@ def test_missing_names_say_so(tmp_path):
     err = out.stderr.splitlines()
     assert err[1] == "Traceback (most recent call last):"
     assert err[2] == '  File "errors.py", line 20, in <module>'
-    assert err[-1] == "AttributeError: tensorflow.python.ops.math_ops.bessel_i0e" + hint + " lists what it covers)"
+    assert err[-1] == "AttributeError: tensorflow.python.ops.math_ops.bessel_i0e" + hint + " it covers)"
     assert "runpy" not in out.stderr and "__main__.py" not in out.stderr
 
 
