@@ -342,7 +342,7 @@ def test_alias_tensorflow_in_process(no_tensorflow, capfd):
     ops = importlib.import_module("tensorflow.python.framework.ops")
     math_ops = importlib.import_module("tensorflow.python.ops.math_ops")
     assert tf.placeholder is v1.placeholder is pygrad.placeholder and tf.compat.v1 is v1
-    assert tf.__version__ == v1.__version__ == "1.15.5"  # the TF API followed: a program's version checks take TF1's way
+    assert tf.__version__ == v1.__version__ == "1.15.5"  # the TF API followed: version checks take TF1's way
     assert tf.contrib.slim is slim and slim.conv2d is pygrad.contrib.slim.conv2d
     assert ops.Tensor is pygrad.Tensor and ops.get_default_graph() is pygrad.get_default_graph()
     x = tf.constant([1.0, 2.0])
