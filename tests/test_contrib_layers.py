@@ -356,7 +356,7 @@ def test_global_step_and_model_variable_helpers_as_tf_slim(tf_slim, tf_peer, cap
         with lib.Graph().as_default() as g:
             with lib.variable_scope("outer"):
                 step = sl.create_global_step()
-            out.append((step.name, step.dtype.name, step.shape.as_list(), step in lib.global_variables(),
+            out.append((step.name, step.dtype.base_dtype.name, step.shape.as_list(), step in lib.global_variables(),
                         step in lib.trainable_variables(), g.get_collection(lib.GraphKeys.GLOBAL_STEP) == [step]))
             out.append(sl.assert_or_get_global_step() is step)
             out.append(sl.assert_or_get_global_step(global_step_tensor=lib.constant(3, lib.int64)).name)

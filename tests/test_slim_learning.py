@@ -244,7 +244,7 @@ def test_evaluate_repeatedly_and_its_parts_as_tf_slim(tf_slim, tf_peer, tmp_path
         with lib.Graph().as_default() as g, quiet(lib):
             step = sl.evaluation.get_or_create_eval_step()
             assert sl.evaluation.get_or_create_eval_step() is step
-            made = (step.name, step.dtype.name, g.get_collection(lib.GraphKeys.EVAL_STEP) == [step],
+            made = (step.name, step.dtype.base_dtype.name, g.get_collection(lib.GraphKeys.EVAL_STEP) == [step],
                     step in lib.local_variables())
             eval_op, final_op, _ = _eval_graph(lib, sl)
             lib.train.get_or_create_global_step()
