@@ -123,6 +123,7 @@ from pygrad.ops.script_ops import numpy_function, py_func  # noqa: E402,F401
 from pygrad.platform import app, gfile  # noqa: E402,F401
 from pygrad.platform import flags  # noqa: E402,F401
 from pygrad.platform import tf_logging as logging  # noqa: E402,F401
+from pygrad.platform.tf_logging import get_logger  # noqa: E402,F401
 from pygrad.platform.config import (ConfigProto, GPUOptions, GraphOptions, OptimizerOptions,  # noqa: E402,F401
                                     RunOptions)
 

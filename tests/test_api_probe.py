@@ -609,6 +609,7 @@ PROBES = {
             tf.profiler.ProfileOptionBuilder.float_operation()).with_empty_output().build()).total_float_ops == 48),
     "app.flags / flags": lambda: tf.app.flags is tf.flags and hasattr(tf.flags, "DEFINE_string"),
     "logging": lambda: tf.logging.set_verbosity(tf.logging.WARN) is None and tf.logging.INFO < tf.logging.WARN,
+    "get_logger": lambda: tf.get_logger().getEffectiveLevel() == tf.logging.get_verbosity(),
     "gfile": lambda: tf.gfile.Exists(".") and tf.gfile.IsDirectory("."),
     "compat.v1": lambda: tf.compat.v1.placeholder is tf.placeholder,
     # pygrad's own: `import tensorflow` as pygrad (tests/test_unchanged_programs.py runs programs through it)

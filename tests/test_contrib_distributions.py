@@ -209,3 +209,64 @@ def test_bad_input():
         ds.Normal(0.0, 1.0).sample(-1)
     with pytest.raises(ValueError, match="MultivariateNormalDiag: give loc or scale_diag"):
         ds.MultivariateNormalDiag()
+
+
+def test_register_kl_picks_tensorflows_function(tf_peer):
+    """RegisterKL on subclasses of Normal, in both libraries: kl_divergence takes the function of
+    the pair of ancestors nearest in the sum of MRO distances (the first found on a tie), else
+    Normal's own KL; the op is named under KullbackLeibler; allow_nan_stats=False fails a NaN at
+    run time; a second registration and a non-callable are refused."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from tensorflow.python.ops.distributions import kullback_leibler, normal
+
+    def run(lib, normal_cls, register, kl_divergence):
+        class A1(normal_cls):
+            pass
+
+        class A2(A1):
+            pass
+
+        class B1(normal_cls):
+            pass
+
+        class B2(B1):
+            pass
+
+        class C1(normal_cls):
+            pass
+
+        class C2(C1):
+            pass
+
+        def constant(value):
+            return lambda a, b, name=None: lib.constant(value, name=name or "registered")
+
+        register(A2, normal_cls)(constant(1.0))  # for (A2, B2): distance 0 + 2, found first along the MROs
+        register(A1, B2)(constant(2.0))  # distance 1 + 0: nearer, so taken
+        register(A1, C2)(constant(4.0))  # for (A2, C2): distance 1 + 0
+        register(A2, C1)(constant(3.0))  # distance 0 + 1, a tie found first: taken
+        register(B2, B2)(constant(float("nan")))
+        with pytest.raises(ValueError, match=r"KL\(A1 \|\| B2\) has already been registered to"):
+            register(A1, B2)(constant(0.0))
+        with pytest.raises(TypeError, match="kl_fn must be callable"):
+            register(B1, B1)(3.0)
+        with lib.Graph().as_default() as g:
+            def d(cls):
+                return cls(loc=0.5, scale=2.0)
+            kls = [kl_divergence(d(A2), d(B2), name="ab"), kl_divergence(d(A2), d(C2)), kl_divergence(d(A2), d(B1)),
+                   kl_divergence(d(A1), d(C2)), kl_divergence(d(A1), d(B1)), kl_divergence(d(B2), d(B2))]
+            checked = kl_divergence(d(B2), d(B2), allow_nan_stats=False)
+            with lib.Session(graph=g) as sess:
+                values = sess.run(kls)
+                with pytest.raises(lib.errors.InvalidArgumentError, match="returned NaN values"):
+                    sess.run(checked)
+            return kls[0].op.name, values[:5]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = run(tf_peer, normal.Normal, kullback_leibler.RegisterKL, kullback_leibler.kl_divergence)
+    ours = run(tf, ds.Normal, ds.RegisterKL, ds.kl_divergence)
+    assert ours[0] == theirs[0] == "KullbackLeibler/ab"
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
+    assert ours[1][:4] == [2.0, 3.0, 1.0, 4.0] and ours[1][4] == 0.0  # the last: Normal's KL of equal normals

@@ -261,3 +261,132 @@ def test_summaries_as_tf_slim(tf_slim, tf_peer):
             return sorted(op.op.name for op in g.get_collection(lib.GraphKeys.SUMMARIES))
 
     assert names(tf, tf.contrib.layers) == names(tf_peer, tf_slim)
+
+
+def test_regularizers_as_tf_slim(tf_slim, tf_peer):
+    """l1_l2_regularizer (either scale 0 leaves the other one), sum_regularizer and
+    apply_regularization (on a list, and on the WEIGHTS collection): TF-Slim's values, op names
+    and REGULARIZATION_LOSSES; their errors."""
+    w0, w1 = RNG.standard_normal((3, 2)).astype(np.float32), RNG.standard_normal(4).astype(np.float32)
+
+    def run(lib, sl):
+        with lib.Graph().as_default() as g, quiet(lib):
+            a, b = lib.Variable(w0, name="a"), lib.Variable(w1, name="b")
+            lib.add_to_collection(lib.GraphKeys.WEIGHTS, b)
+            outs = [sl.l1_l2_regularizer(0.1, 0.2)(a), sl.l1_l2_regularizer(0.0, 0.5)(a),
+                    sl.l1_l2_regularizer(0.3, 0.0, scope="only_l1")(b),
+                    sl.sum_regularizer([sl.l1_regularizer(0.3), None, sl.l2_regularizer(0.5)], scope="both")(a),
+                    sl.apply_regularization(sl.l1_l2_regularizer(0.01, 0.02), [a, b]),
+                    sl.apply_regularization(sl.l2_regularizer(0.25))]
+            assert sl.l1_l2_regularizer(0.0, 0.0)(a) is None and sl.sum_regularizer([None]) is None
+            with lib.Session(graph=g) as sess:
+                sess.run(lib.global_variables_initializer())
+                return ([t.op.name for t in outs], [t.op.name for t in g.get_collection(
+                    lib.GraphKeys.REGULARIZATION_LOSSES)], sess.run(outs))
+
+    ours, theirs = run(tf, tf.contrib.layers), run(tf_peer, tf_slim)
+    assert ours[:2] == theirs[:2]
+    assert_values(ours[2], theirs[2], "penalty")
+    assert tf.contrib.slim.l1_l2_regularizer is tf.contrib.layers.l1_l2_regularizer
+    assert tf.contrib.slim.sum_regularizer is tf.contrib.layers.sum_regularizer
+    for bad in (lambda: tf.contrib.layers.l1_l2_regularizer(1, 0.5), lambda: tf.contrib.layers.l1_l2_regularizer(
+            0.5, 2)):
+        with pytest.raises(ValueError, match=r"scale_l[12] cannot be an integer"):
+            bad()
+    with pytest.raises(ValueError, match="No weights to regularize."):
+        tf.contrib.slim.apply_regularization(tf.contrib.layers.l2_regularizer(0.1))
+    with pytest.raises(ValueError, match="regularizer must return a scalar Tensor instead of a Tensor with rank 1"):
+        tf.contrib.layers.apply_regularization(lambda w: w * 2.0, [tf.constant([1.0, 2.0])])
+
+
+def test_summarize_collection_and_activations_as_tf_slim(tf_slim, tf_peer):
+    """summarize_collection (a name filter; scalars and histograms) and summarize_activations
+    (ACTIVATIONS, relus with their zero fraction): TF-Slim's summaries, tags and bytes (of ops exact
+    in both, so that the histograms agree to the bit)."""
+    def run(lib, sl):
+        with lib.Graph().as_default() as g, quiet(lib):
+            x = lib.constant(IMAGES)
+            for t in (lib.nn.relu(x, name="block/relu"), lib.abs(x, name="block/abs"),
+                      lib.nn.relu(x - 0.5, name="other/relu")):
+                lib.add_to_collection(lib.GraphKeys.ACTIVATIONS, t)
+            for t in (lib.reduce_mean(x, name="stats/mean"), lib.identity(x, name="stats/x"), lib.constant("s")):
+                lib.add_to_collection("mine", t)
+            made = sl.summarize_activations("block/") + sl.summarize_collection("mine") + \
+                sl.summarize_collection("mine", name_filter="stats/m")
+            with lib.Session(graph=g) as sess:
+                return [None if s is None else s.op.name for s in made], sess.run(lib.summary.merge_all())
+
+    ours, theirs = run(tf, tf.contrib.layers), run(tf_peer, tf_slim)
+    assert ours[0] == theirs[0] and ours[0][-2] is None  # the string tensor is not summarized
+    assert ours[1] == theirs[1], (tf.Summary.FromString(ours[1]), tf.Summary.FromString(theirs[1]))
+    assert tf.contrib.slim.summarize_collection is tf.contrib.layers.summarize_collection
+    assert tf.contrib.slim.summarize_activations is tf.contrib.layers.summarize_activations
+
+
+def test_arg_scope_keys_and_current_scope_as_tf_slim(tf_slim):
+    """current_arg_scope is keyed by arg_scope_func_key (one key for a layer and its aliases, the
+    str() of an undecorated function); nested scopes merge, an inner value wins, as TF-Slim's."""
+    def scopes(sl):
+        key = sl.arg_scope_func_key
+        seen = [dict(sl.current_arg_scope())]
+        with sl.arg_scope([sl.conv2d, sl.fully_connected], activation_fn=None, trainable=False):
+            with sl.arg_scope([sl.convolution2d], padding="VALID", trainable=True) as sc:
+                assert sc is sl.current_arg_scope()
+                seen.append({k: dict(v) for k, v in sl.current_arg_scope().items()})
+            seen.append({k: dict(v) for k, v in sl.current_arg_scope().items()})
+        seen.append(dict(sl.current_arg_scope()))
+        names = {key(sl.conv2d): "conv2d", key(sl.fully_connected): "fully_connected"}
+        assert key(sl.conv2d) == key(sl.convolution2d) != key(sl.fully_connected)
+        assert key(len) == str(len)
+        return [{names[k]: v for k, v in s.items()} for s in seen]
+
+    got = scopes(tf.contrib.slim)
+    assert got == scopes(tf_slim)
+    assert got[1] == {"conv2d": {"activation_fn": None, "trainable": True, "padding": "VALID"},
+                      "fully_connected": {"activation_fn": None, "trainable": False}}
+    assert tf.contrib.framework.current_arg_scope is tf.contrib.slim.current_arg_scope
+
+
+def test_global_step_and_model_variable_helpers_as_tf_slim(tf_slim, tf_peer, caplog):
+    """create_global_step (name, dtype, collections; once only), assert_or_get_global_step (found
+    in GLOBAL_STEP or by the name global_step:0; TypeError for a float, non-scalar or non-tensor
+    step; None, logged, when the collection holds two) and add_model_variable, as TF-Slim's."""
+    def run(lib, sl):
+        out = []
+        with lib.Graph().as_default() as g:
+            with lib.variable_scope("outer"):
+                step = sl.create_global_step()
+            out.append((step.name, step.dtype.base_dtype.name, step.shape.as_list(), step in lib.global_variables(),
+                        step in lib.trainable_variables(), g.get_collection(lib.GraphKeys.GLOBAL_STEP) == [step]))
+            out.append(sl.assert_or_get_global_step() is step)
+            out.append(sl.assert_or_get_global_step(global_step_tensor=lib.constant(3, lib.int64)).name)
+            with pytest.raises(ValueError, match='"global_step" already exists.'):
+                sl.create_global_step()
+            w = lib.Variable([1.0, 2.0], name="w")
+            sl.add_model_variable(w)
+            sl.add_model_variable(w)
+            out.append([v.name for v in sl.get_model_variables()])
+            for bad, message in ((lib.constant(1.0), "does not have integer type"),
+                                 (lib.constant([1, 2]), "is not scalar"), (3, "must be a Variable or Tensor")):
+                with pytest.raises(TypeError, match=f'Existing "global_step" {message}'):
+                    sl.assert_or_get_global_step(global_step_tensor=bad)
+            g.add_to_collection(lib.GraphKeys.GLOBAL_STEP, lib.constant(1, lib.int64))
+            out.append(sl.assert_or_get_global_step())  # two in the collection: None, and an error logged
+        with lib.Graph().as_default():  # not in the collection: found by its name (TF1's variable, not a resource)
+            lib.Variable(0, dtype=lib.int64, name="global_step", use_resource=False)
+            out.append(sl.assert_or_get_global_step().name)
+            with pytest.raises(ValueError, match='"global_step" already exists.'):
+                sl.create_global_step()
+        with lib.Graph().as_default():
+            lib.Variable(0.5, name="global_step", use_resource=False)
+            with pytest.raises(TypeError, match="does not have integer type"):
+                sl.assert_or_get_global_step()
+        return out
+
+    with caplog.at_level("ERROR"):
+        got = run(tf, tf.contrib.slim)
+    assert "Multiple tensors in global_step collection." in caplog.text
+    assert got == run(tf_peer, tf_slim)
+    assert got[0] == ("outer/global_step:0", "int64", [], True, False, True) and got[-1] == "global_step:0"
+    assert tf.contrib.framework.create_global_step is tf.train.create_global_step
+    assert tf.contrib.slim.add_model_variable is tf.contrib.framework.add_model_variable

@@ -53,6 +53,30 @@ def test_hparams_parse_errors_are_tfs(text, message):
     assert str(e.value) == message
 
 
+def test_parse_values_maps_names_to_values_lists_and_indices():
+    """parse_values, TF's example ("x=5,L=[1,2],arr[1]=3" gives {'x': 5, 'L': [1, 2], 'arr': {1: 3}})
+    and its rules: indexed assignments gather in a dict, a name is assigned once, a list is not
+    assigned to an index, an unknown name is an error unless ignore_unknown."""
+    parse_values = tf.contrib.training.parse_values
+    assert parse_values("x=5,L=[1,2],arr[1]=3", {"x": int, "L": int, "arr": int}) == {"x": 5, "L": [1, 2],
+                                                                                       "arr": {1: 3}}
+    got = parse_values("lr=1e-3, arr[0]=true,arr[ 2 ]=0,names=[a b,c]", {"lr": float, "arr": bool, "names": str})
+    assert got == {"lr": float("1e-3"), "arr": {0: True, 2: False}, "names": ["a", "b", "c"]}
+    assert parse_values("x=5,y=2", {"x": int}, ignore_unknown=True) == {"x": 5}
+    assert parse_values("", {}) == {}
+    for text, message in [("a=1,a=2", "Multiple assignments to variable 'a' in a=1,a=2"),
+                          ("a[1]=1,a[1]=2", r"Multiple assignments to variable 'a\[1\]'"),
+                          ("a=1,a[0]=2", "Multiple assignments to variable 'a'"),
+                          ("a=[1],a=1", "Multiple assignments to variable 'a'"),
+                          ("a[1]=[1,2,3]", "Assignment of a list to a list index."),
+                          ("a=[1,x]", r"Could not parse hparam 'a' of type 'int' with value '1,x'"),
+                          ("x=5,y=2", "Unknown hyperparameter type for y"),
+                          ("a=1;b=2", "with value .1;b=2. in a=1;b=2"),  # the value runs to the comma
+                          ("a=1,,b=2", "Malformed hyperparameter value: ,b=2")]:
+        with pytest.raises(ValueError, match=message):
+            parse_values(text, {"a": int, "x": int})
+
+
 def test_hparams_set_add_override_and_type_checks():
     h = HParams(lr=0.1, n=1, s="a", b=False, li=[1])
     h.set_hparam("lr", 3)  # an int into a float is cast

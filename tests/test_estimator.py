@@ -2,8 +2,9 @@
 tests/references/record_estimators.py): from the same initial weights, a custom-model_fn convnet
 on MNIST gives TF's loss at every step, TF's variable names and shapes, TF's evaluation and
 predictions. And the Estimator's own behaviour: resuming from model_dir, max_steps, TF's errors
-for a malformed EstimatorSpec, train_and_evaluate's evaluations, events and exports, and a
-SavedModel TensorFlow serves with the same predictions."""
+for a malformed EstimatorSpec, train_and_evaluate's evaluations, events and exporters (BestExporter,
+an Exporter of one's own), SavedModels TensorFlow serves with the same predictions (serving
+receivers, the classify and regress outputs), VocabInfo."""
 import os
 
 import numpy as np
@@ -179,3 +180,154 @@ def test_an_exported_saved_model_serves_in_tensorflow(tf_peer, tmp_path):
         out = s.run(signature.outputs["probabilities"].name, {signature.inputs["x"].name: x})
     np.testing.assert_allclose(out, np.stack([p["probabilities"] for p in ours]), rtol=1e-6)
     assert set(meta.signature_def) == {"serving_default", "scores"}
+
+
+def _served_model_fn(features, labels, mode, params):
+    """_linear_model_fn on a dict of features or on the tensor a TensorServingInputReceiver gives,
+    exporting a classify and a regress signature beside the prediction one when asked."""
+    x = features["x"] if isinstance(features, dict) else features
+    spec = _linear_model_fn({"x": x}, labels, mode, params)
+    if mode != tf.estimator.ModeKeys.PREDICT or not params.get("all_outputs"):
+        return spec
+    probs = spec.predictions["probabilities"]
+    export = tf.estimator.export
+    outputs = {"serving_default": export.PredictOutput(spec.predictions), "classify": export.ClassificationOutput(
+        scores=probs), "regress": export.RegressionOutput(probs[:, 1])}
+    assert all(isinstance(o, export.ExportOutput) for o in outputs.values())
+    return tf.estimator.EstimatorSpec(mode, predictions=spec.predictions, export_outputs=outputs)
+
+
+def test_serving_receivers_and_export_outputs_serve_in_tensorflow(tf_peer, tmp_path):
+    """A receiver of one string tensor (ServingInputReceiver) and a TensorServingInputReceiver: the
+    SavedModels serve in TensorFlow with the estimator's own predictions; the ClassificationOutput
+    and RegressionOutput signatures have the method names, inputs and outputs of TensorFlow's
+    export_output classes and serve the same numbers. build_parsing_serving_input_receiver_fn
+    parses TF's serialized tf.Examples as TF's parse_example; its SavedModel is refused with a clear
+    error (pygrad's example parsing runs in Python, which a GraphDef cannot hold)."""
+    from tensorflow.python.saved_model.model_utils import export_output as tf_export_output
+    est = tf.estimator.Estimator(_served_model_fn, model_dir=str(tmp_path / "model"), params={"lr": 0.5},
+                                 config=tf.estimator.RunConfig(log_step_count_steps=None))
+    est.train(_train_fn(), steps=20)
+    x, _ = _data(6)
+    want = np.stack([p["probabilities"] for p in est.predict(tf.estimator.inputs.numpy_input_fn({"x": x},
+                                                                                                shuffle=False))])
+
+    def string_receiver():
+        s = tf.placeholder(tf.string, [None, 4], name="text")
+        return tf.estimator.export.ServingInputReceiver({"x": tf.string_to_number(s)}, {"inputs": s})
+
+    every_output = tf.estimator.Estimator(_served_model_fn, model_dir=str(tmp_path / "model"),
+                                          params={"lr": 0.5, "all_outputs": True})
+    path = every_output.export_saved_model(str(tmp_path / "strings"), string_receiver).decode()
+    with tf_peer.Graph().as_default(), tf_peer.Session() as s:
+        sigs = tf_peer.saved_model.loader.load(s, ["serve"], path).signature_def
+        out = s.run([sigs["serving_default"].outputs["probabilities"].name, sigs["classify"].outputs["scores"].name,
+                     sigs["regress"].outputs["outputs"].name], {sigs["classify"].inputs["inputs"].name: x.astype(str)})
+        text = tf_peer.placeholder(tf_peer.string, [None, 4])
+        scores = tf_peer.placeholder(tf_peer.float32, [None, 2])
+        theirs = {"classify": tf_export_output.ClassificationOutput(scores=scores).as_signature_def({"inputs": text}),
+                  "regress": tf_export_output.RegressionOutput(scores[:, 1]).as_signature_def({"inputs": text})}
+    for key, sig in theirs.items():
+        assert sigs[key].method_name == sig.method_name
+        assert sorted(sigs[key].inputs) == sorted(sig.inputs) and sorted(sigs[key].outputs) == sorted(sig.outputs)
+    for got in (out[0], out[1]):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    np.testing.assert_allclose(out[2], want[:, 1], rtol=1e-5)
+
+    examples = [tf_peer.train.Example(features=tf_peer.train.Features(feature={"x": tf_peer.train.Feature(
+        float_list=tf_peer.train.FloatList(value=row))})).SerializeToString() for row in x]
+    spec = {"x": tf.FixedLenFeature([4], tf.float32)}
+    parsing = tf.estimator.export.build_parsing_serving_input_receiver_fn(spec)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        receiver = parsing()
+        (name, placeholder), = receiver.receiver_tensors.items()
+        assert (name, placeholder.name, placeholder.shape.as_list()) == ("examples", "input_example_tensor:0", [None])
+        parsed = sess.run(receiver.features["x"], {placeholder: examples})
+    with tf_peer.Graph().as_default(), tf_peer.Session() as s:
+        np.testing.assert_array_equal(parsed, s.run(tf_peer.parse_example(examples, {
+            "x": tf_peer.FixedLenFeature([4], tf_peer.float32)})["x"]))
+    with pytest.raises(ValueError, match="ParseExample.* is not exported as TF's ParseExampleV2"):
+        est.export_saved_model(str(tmp_path / "parsing"), parsing)
+
+    def tensor_receiver():
+        t = tf.placeholder(tf.float32, [None, 4], name="x")
+        return tf.estimator.export.TensorServingInputReceiver(t, {"x": t})
+
+    path = est.export_saved_model(str(tmp_path / "tensor"), tensor_receiver).decode()
+    with tf_peer.Graph().as_default(), tf_peer.Session() as s:
+        sig = tf_peer.saved_model.loader.load(s, ["serve"], path).signature_def["serving_default"]
+        np.testing.assert_allclose(s.run(sig.outputs["probabilities"].name, {sig.inputs["x"].name: x}), want,
+                                   rtol=1e-6)
+
+    receiver = tf.estimator.export.ServingInputReceiver
+    t = tf.placeholder(tf.string, [None])
+    assert receiver(t, t).features == {"feature": t} and receiver(t, t).receiver_tensors == {"input": t}
+    for args, message in (((None, t), "features must be defined."), ((t, {}), "receiver_tensors must be defined."),
+                          (({1: t}, t), "feature keys must be strings: 1."),
+                          (({"a": 1.0}, t), "feature a must be a Tensor or SparseTensor."),
+                          ((t, {"r": 2}), "receiver_tensor r must be a Tensor.")):
+        with pytest.raises(ValueError, match=message):
+            receiver(*args)
+    with pytest.raises(ValueError, match="At least one of scores and classes must be set."):
+        tf.estimator.export.ClassificationOutput()
+    with pytest.raises(ValueError, match="Regression output value must be a float32 Tensor"):
+        tf.estimator.export.RegressionOutput(tf.constant([1]))
+
+
+def test_exporters_in_train_and_evaluate(tmp_path):
+    """An Exporter subclass gets each evaluation (model_dir/export/<name>, the checkpoint, the
+    result, the final one marked); BestExporter exports when compare_fn(best_eval_result=,
+    current_eval_result=) says the evaluation is better (here: a larger loss, so only the first),
+    and refuses TF's malformed compare_fns."""
+    seen = []
+
+    class Recorder(tf.estimator.Exporter):
+        name = "recorder"
+
+        def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
+            seen.append((export_path, os.path.basename(checkpoint_path), dict(eval_result), is_the_final_export))
+            return export_path
+
+    def larger_loss(best_eval_result, current_eval_result):
+        return current_eval_result["loss"] > best_eval_result["loss"]
+
+    config = tf.estimator.RunConfig(save_checkpoints_steps=10, log_step_count_steps=None)
+    est = tf.estimator.Estimator(_linear_model_fn, model_dir=str(tmp_path), config=config, params={"lr": 0.5})
+    x, y = _data()
+    serving = tf.estimator.export.build_raw_serving_input_receiver_fn({"x": tf.placeholder(tf.float32, [None, 4])})
+    best = tf.estimator.BestExporter("best", serving, compare_fn=larger_loss, event_file_pattern=None)
+    eval_spec = tf.estimator.EvalSpec(tf.estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=50, shuffle=False),
+                                      steps=None, throttle_secs=0, exporters=[Recorder(), best])
+    _, exports = tf.estimator.train_and_evaluate(est, tf.estimator.TrainSpec(_train_fn(), max_steps=30), eval_spec)
+    assert [(p, c, r["global_step"], final) for p, c, r, final in seen] == [
+        (os.path.join(str(tmp_path), "export", "recorder"), f"model.ckpt-{s}", s, s == 30) for s in (10, 20, 30)]
+    losses = [r["loss"] for _, _, r, _ in seen]
+    expected = [i == 0 or losses[i] > max(losses[:i]) for i in range(3)]  # the rule, replayed
+    assert len(os.listdir(tmp_path / "export" / "best")) == sum(expected) == 1  # the loss went down
+    assert [e is not None for e in exports[1::2]] == expected
+    for bad, message in ((None, "`compare_fn` must not be None."),
+                         (lambda best_eval_result: True, "must include current_eval_result argument."),
+                         (lambda best_eval_result, current_eval_result, other: True,
+                          r"not expected args: \['other'\]")):
+        with pytest.raises(ValueError, match=message):
+            tf.estimator.BestExporter(serving_input_receiver_fn=serving, compare_fn=bad)
+
+
+def test_vocab_info_is_tensorflows_and_warm_starting_with_it_is_refused(tf_peer, tmp_path):
+    """VocabInfo: TF's fields, defaults and axis check; a warm start asking for vocabulary
+    remapping, which pygrad does not do, fails clearly instead of starting from other values."""
+    args = ("new.txt", 5, 1, "old.txt")
+    ours, theirs = tf.estimator.VocabInfo(*args), tf_peer.train.VocabInfo(*args)
+    assert ours._fields == theirs._fields and tuple(ours) == tuple(theirs)
+    assert tuple(tf.estimator.VocabInfo(*args, 3, None, 1)) == tuple(tf_peer.train.VocabInfo(*args, 3, None, 1))
+    for lib in (tf.estimator, tf_peer.train):
+        with pytest.raises(ValueError, match="The only supported values for the axis argument are 0 and 1"):
+            lib.VocabInfo(*args, axis=2)
+    est = tf.estimator.Estimator(_linear_model_fn, model_dir=str(tmp_path / "a"), params={"lr": 0.5},
+                                 config=tf.estimator.RunConfig(log_step_count_steps=None))
+    est.train(_train_fn(), steps=1)
+    warm = tf.estimator.WarmStartSettings(str(tmp_path / "a"), var_name_to_vocab_info={"logits/kernel": ours})
+    again = tf.estimator.Estimator(_linear_model_fn, model_dir=str(tmp_path / "b"), params={"lr": 0.5},
+                                   warm_start_from=warm)
+    with pytest.raises(NotImplementedError, match="var_name_to_vocab_info"):
+        again.train(_train_fn(), steps=1)

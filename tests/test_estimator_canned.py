@@ -4,7 +4,8 @@ DNNLinearCombinedClassifier, BaselineClassifier, LinearRegressor and DNNRegresso
 columns, from TF's initial weights: TF's model variables (names and shapes), loss at every step,
 evaluation metrics and predicted probabilities, for 100 steps; then the checkpoints both ways: every
 value of pygrad's checkpoint (the optimizers' slots too) equals TF's after those steps, and
-training resumed from TF's checkpoint continues with TF's losses."""
+training resumed from TF's checkpoint continues with TF's losses. BaselineRegressor and
+DNNLinearCombinedRegressor, made of the same parts, against NumPy's gradient descent."""
 import os
 
 import numpy as np
@@ -91,3 +92,82 @@ def test_canned_checkpoints_cross_both_ways(reference, tmp_path, kind):
     rec = loss_recorder(tf)()
     make(str(resumed_dir)).train(train_fn, steps=len(ref[f"{kind}/resumed_losses"]), hooks=[rec])
     np.testing.assert_allclose(rec.losses, ref[f"{kind}/resumed_losses"], rtol=1e-5)
+
+
+def _numpy_sgd_combined(w, x, y, lr):
+    """One gradient-descent step of linear(x) + dnn(x) (one relu layer) on the summed squared
+    error: (loss, predictions, new weights)."""
+    h_in = x @ w["dnn/hiddenlayer_0/kernel"] + w["dnn/hiddenlayer_0/bias"]
+    h = np.maximum(h_in, 0.0)
+    pred = x @ w["linear/linear_model/x/weights"] + w["linear/linear_model/bias_weights"] + \
+        h @ w["dnn/logits/kernel"] + w["dnn/logits/bias"]
+    e = 2.0 * (pred - y)
+    dh = (e @ w["dnn/logits/kernel"].T) * (h_in > 0)
+    grads = {"linear/linear_model/x/weights": x.T @ e, "linear/linear_model/bias_weights": e.sum(0),
+             "dnn/logits/kernel": h.T @ e, "dnn/logits/bias": e.sum(0), "dnn/hiddenlayer_0/kernel": x.T @ dh,
+             "dnn/hiddenlayer_0/bias": dh.sum(0)}
+    return float(((pred - y) ** 2).sum()), pred, {k: w[k] - lr * grads[k] for k in w}
+
+
+def test_baseline_and_combined_regressors_against_numpy(tmp_path):
+    """BaselineRegressor and DNNLinearCombinedRegressor (their parts: the regression head, the
+    baseline and combined model functions, are those of the recorded estimators) against NumPy:
+    with gradient descent, each step's loss (TF1's canned default reduction, the sum of squared
+    errors over the batch), the weights after it, TF's variable names, the predictions and the
+    evaluation's average_loss, label/mean and prediction/mean."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((8, 2)).astype(np.float32)
+    y = (x @ np.array([[1.0], [-2.0]]) + 0.5 + 0.1 * rng.standard_normal((8, 1))).astype(np.float32)
+    lr, config = 0.01, tf.estimator.RunConfig(log_step_count_steps=None)
+    train_fn = tf.estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=8, num_epochs=None, shuffle=False)
+    eval_fn = tf.estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=8, shuffle=False)
+    predict_fn = tf.estimator.inputs.numpy_input_fn({"x": x}, shuffle=False)
+
+    baseline = tf.estimator.BaselineRegressor(str(tmp_path / "baseline"), config=config,
+                                              optimizer=tf.train.GradientDescentOptimizer(lr))
+    rec = loss_recorder(tf)()
+    baseline.train(train_fn, steps=3, hooks=[rec])
+    bias, want = np.zeros(1), []  # TF's baseline bias starts at zero
+    for _ in range(3):
+        want.append(float(((bias - y) ** 2).sum()))
+        bias = bias - lr * 2.0 * (bias - y).sum(0)
+    np.testing.assert_allclose(rec.losses, want, rtol=1e-5)
+    assert baseline.get_variable_names() == ["baseline/bias", "global_step"]
+    np.testing.assert_allclose(baseline.get_variable_value("baseline/bias"), bias, rtol=1e-5)
+    metrics = baseline.evaluate(eval_fn)
+    np.testing.assert_allclose([metrics["average_loss"], metrics["label/mean"], metrics["prediction/mean"],
+                                metrics["loss"]], [((bias - y) ** 2).mean(), y.mean(), bias[0],
+                                                   ((bias - y) ** 2).sum()], rtol=1e-5)
+    np.testing.assert_allclose(np.stack([p["predictions"] for p in baseline.predict(predict_fn)]),
+                               np.tile(bias, (8, 1)), rtol=1e-5)
+
+    w = {"linear/linear_model/x/weights": rng.standard_normal((2, 1)), "linear/linear_model/bias_weights": [0.1],
+         "dnn/hiddenlayer_0/kernel": rng.standard_normal((2, 3)), "dnn/hiddenlayer_0/bias": [0.2, -0.1, 0.0],
+         "dnn/logits/kernel": rng.standard_normal((3, 1)), "dnn/logits/bias": [-0.3]}
+    w = {k: np.asarray(v, np.float32) for k, v in w.items()}
+    with tf.Graph().as_default():
+        variables = [tf.Variable(v, name=k) for k, v in w.items()]
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            start = tf.train.Saver(variables).save(s, str(tmp_path / "start" / "model"))
+    column = tf.feature_column.numeric_column("x", shape=[2])
+    sgd = tf.train.GradientDescentOptimizer
+    combined = tf.estimator.DNNLinearCombinedRegressor(
+        str(tmp_path / "combined"), linear_feature_columns=[column], linear_optimizer=sgd(lr),
+        dnn_feature_columns=[column], dnn_hidden_units=[3], dnn_optimizer=sgd(lr), config=config, warm_start_from=start)
+    rec = loss_recorder(tf)()
+    combined.train(train_fn, steps=2, hooks=[rec])
+    want, weights = [], {k: v.astype(np.float64) for k, v in w.items()}
+    for _ in range(2):
+        loss, _, weights = _numpy_sgd_combined(weights, x.astype(np.float64), y.astype(np.float64), lr)
+        want.append(loss)
+    np.testing.assert_allclose(rec.losses, want, rtol=1e-5)
+    assert combined.get_variable_names() == sorted(list(w) + ["global_step"])
+    for k, v in weights.items():
+        np.testing.assert_allclose(combined.get_variable_value(k), v, rtol=1e-5, atol=1e-6, err_msg=k)
+    _, pred, _ = _numpy_sgd_combined(weights, x.astype(np.float64), y.astype(np.float64), lr)
+    np.testing.assert_allclose(np.stack([p["predictions"] for p in combined.predict(predict_fn)]), pred, rtol=1e-5,
+                               atol=1e-6)
+    metrics = combined.evaluate(eval_fn)
+    np.testing.assert_allclose([metrics["average_loss"], metrics["prediction/mean"]],
+                               [((pred - y) ** 2).mean(), pred.mean()], rtol=1e-5)

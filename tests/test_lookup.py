@@ -1,6 +1,7 @@
 """Lookup tables (tf.contrib.lookup, tf.lookup) against TensorFlow's: the same ids and strings from
 the same vocabularies (tensors and files, out-of-vocabulary buckets by TF's hashes, integer keys,
-SparseTensor keys), TF's errors for a table used before its initializer, a key given twice, an
+SparseTensor keys, IdTableWithHashBuckets over a file's table or alone, the id and string text-file
+initializers), TF's errors for a table used before its initializer, a key given twice, an
 empty line or a short file; MonitoredTrainingSession initializes the tables as TF's Scaffold."""
 import numpy as np
 import pytest
@@ -57,12 +58,25 @@ def _cases(tmp_path):
         "key_value_sparse": lambda m, L: L.StaticHashTableV1(L.KeyValueTensorInitializer(
             m.constant(["x", "y"]), m.constant([1.5, -2.0])), -1.0).lookup(m.SparseTensor(
                 [[0, 0], [1, 2]], m.constant(["y", "q"]), [2, 3])),
+        "id_table_with_hash_buckets": lambda m, L: [t.lookup(m.constant(WORDS)) for t in [L.IdTableWithHashBuckets(
+            L.HashTable(L.TextFileIdTableInitializer(words_file), -1), 3, hasher_spec=L.FastHashSpec)]] + [
+                L.IdTableWithHashBuckets(L.HashTable(L.TextFileIdTableInitializer(words_file), -1), 3).size()],
+        "hash_buckets_only": lambda m, L: [L.IdTableWithHashBuckets(None, 5, key_dtype=m.string).lookup(
+            m.constant(WORDS)), L.IdTableWithHashBuckets(None, 4, key_dtype=m.int64).lookup(
+                m.constant([3, -7, 12], m.int64))],
+        "id_table_initializer_columns": lambda m, L: L.HashTable(L.TextFileIdTableInitializer(
+            ids_file, key_column_index=1, value_column_index=0), -1).lookup(m.constant(["twenty", "ten", "x"])),
+        "string_table_initializer": lambda m, L: [L.HashTable(L.TextFileStringTableInitializer(
+            words_file), "UNK").lookup(m.constant([0, 3, 9], m.int64)), L.HashTable(L.TextFileStringTableInitializer(
+                ids_file, key_column_index=0, value_column_index=1, delimiter="\t"), "?").lookup(
+                    m.constant([30, 10, 5], m.int64))],
     }
 
 
 CASE_NAMES = ["from_tensor", "from_tensor_oov", "from_tensor_ints", "from_tensor_strong", "from_file",
               "from_file_oov_size", "from_file_columns", "to_string_tensor", "to_string_file", "static_hash_table",
-              "key_value_sparse"]
+              "key_value_sparse", "id_table_with_hash_buckets", "hash_buckets_only", "id_table_initializer_columns",
+              "string_table_initializer"]
 
 
 @pytest.mark.parametrize("case", CASE_NAMES)

@@ -402,3 +402,20 @@ def test_download_failure_names_missing_files(tmp_path, monkeypatch, failure):
     assert str(target) in message and url in message and "by hand" in message
     assert error.missing == list(FILES)
     assert os.listdir(target) == []
+
+
+def test_extract_images_and_dense_to_one_hot(mnist_dir, raw):
+    """tf.contrib.learn.datasets.mnist's extract_images (a gzipped IDX file object to uint8
+    [N, 28, 28, 1]) against the independent parse; dense_to_one_hot against rows of an identity."""
+    import pygrad as tf
+    mnist_module = tf.contrib.learn.datasets.mnist
+    with open(os.path.join(mnist_dir, TEST_IMAGES), "rb") as f:
+        images = mnist_module.extract_images(f)
+    _assert_equal(images, raw[TEST_IMAGES][..., None])
+    labels = raw[TEST_LABELS][:50]
+    _assert_equal(mnist_module.dense_to_one_hot(labels, 10), np.eye(10)[labels])
+    _assert_equal(mnist_module.dense_to_one_hot(np.array([2, 0]), 3), np.array([[0.0, 0, 1], [1, 0, 0]]))
+    f = io.BytesIO(gzip.compress(struct.pack(">II", 2049, 0)))
+    f.name = "some-images.gz"
+    with pytest.raises(ValueError, match="Invalid magic number 2049 in MNIST image file: some-images.gz"):
+        mnist_module.extract_images(f)

@@ -270,3 +270,63 @@ def test_monitored_training_session_summaries_match_tensorflow(tmp_path):
     assert all(o - 1 <= t <= o for o, t in zip(ours[0]["loss"], theirs[0]["loss"]))
     assert len(ours[0]["global_step/sec"]) == len(theirs[0]["global_step/sec"])
     assert ours[1] == theirs[1]
+
+
+def test_second_or_step_timer_as_tensorflow(tf_peer):
+    """SecondOrStepTimer: which steps trigger, the steps since the last trigger (None first), by
+    steps and by seconds (0: every new step; 1000: the first only), and TF's errors."""
+    def run(lib):
+        out = []
+        for kwargs in ({"every_steps": 3}, {"every_secs": 0}, {"every_secs": 1000}):
+            timer = lib.train.SecondOrStepTimer(**kwargs)
+            for step in (0, 1, 2, 3, 3, 5, 6, 9, 20):
+                fire = timer.should_trigger_for_step(step)
+                if fire:
+                    secs, steps = timer.update_last_triggered_step(step)
+                    out.append((step, secs is None, steps, timer.last_triggered_step()))
+            timer.reset()
+            out.append(("reset", timer.last_triggered_step(), timer.should_trigger_for_step(20)))
+        for kwargs in ({}, {"every_secs": 1, "every_steps": 1}):
+            with pytest.raises(ValueError) as e:
+                lib.train.SecondOrStepTimer(**kwargs)
+            out.append(str(e.value))
+        return out
+
+    ours = run(tf)
+    assert ours == run(tf_peer)
+    assert ours[:4] == [(0, True, None, 0), (3, False, 3, 3), (6, False, 3, 6), (9, False, 3, 9)]
+    assert tf.estimator.SecondOrStepTimer is tf.train.SecondOrStepTimer
+
+
+def _summary_saver_run(module, logdir, use_scaffold):
+    with module.Graph().as_default():
+        v = module.Variable(3.0)
+        step = module.train.get_or_create_global_step()
+        loss = module.square(v)
+        merged = module.summary.merge([module.summary.scalar("loss", loss), module.summary.histogram("v", [v])])
+        train = module.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+        kwargs = {"scaffold": module.train.Scaffold(summary_op=merged)} if use_scaffold else {"summary_op": merged}
+        hook = module.train.SummarySaverHook(save_steps=4, output_dir=logdir, **kwargs)
+        with module.train.SingularMonitoredSession(hooks=[hook]) as sess:
+            for _ in range(10):
+                sess.run(train)
+    module.summary.FileWriterCache.clear()
+    return _summary_steps(logdir, module)
+
+
+@pytest.mark.parametrize("use_scaffold", [False, True], ids=["summary_op", "scaffold"])
+def test_summary_saver_hook_as_tensorflow(tmp_path, tf_peer, use_scaffold):
+    """SummarySaverHook every 4 steps, with a summary_op or a scaffold's: the tags, how many times
+    and at which steps they are written (TF's read of the step may be one lower, as above), the
+    SessionLog START; exactly one of scaffold and summary_op."""
+    ours = _summary_saver_run(tf, str(tmp_path / "pygrad"), use_scaffold)
+    theirs = _summary_saver_run(tf_peer, str(tmp_path / "tf"), use_scaffold)
+    assert sorted(ours[0]) == sorted(theirs[0]) == ["loss", "v"]
+    for tag in ("loss", "v"):
+        assert len(ours[0][tag]) == len(theirs[0][tag]) == 3
+        assert all(o - 1 <= t <= o for o, t in zip(ours[0][tag], theirs[0][tag]))
+    assert ours[0]["loss"] == [1, 5, 9] and ours[1] == theirs[1]
+    for lib in (tf, tf_peer):
+        with pytest.raises(ValueError, match="Exactly one of scaffold or summary_op"):
+            lib.train.SummarySaverHook(save_steps=1, output_dir=str(tmp_path))
+    assert tf.estimator.SummarySaverHook is tf.train.SummarySaverHook is tf.contrib.slim.learning.SummarySaverHook

@@ -161,3 +161,44 @@ def test_optimize_loss_bad_arguments():
         opt(loss, None, 0.1, lambda lr: None)
     with pytest.raises(ValueError, match="must be a scalar"):
         opt(tf.constant([1.0, 2.0]), None, 0.1, "SGD")
+
+
+def test_adaptive_clipping_fn_matches_tf_slim(tf_slim, tf_peer):
+    """adaptive_clipping_fn against TF-Slim's over 8 steps of fed gradients whose norm jumps at
+    steps 5 and 7: the clipped gradients (dense and IndexedSlices), the moving statistics of the
+    log-norm (with a global step: a faster start), a static bound, the summary's name."""
+    rng = np.random.default_rng(3)
+    scales = [1.0, 1.2, 0.9, 1.1, 30.0, 1.0, 500.0, 1.0]
+    grads = [(rng.standard_normal((3, 2)) * s).astype(np.float32) for s in scales]
+    rows = [(rng.standard_normal((2, 4)) * s).astype(np.float32) for s in scales]
+
+    def run(lib, clip_fn):
+        with lib.Graph().as_default() as g, quiet(lib):
+            step = lib.train.get_or_create_global_step()
+            a, b = lib.Variable(np.zeros((3, 2), np.float32), name="a"), lib.Variable(np.zeros((5, 4), np.float32))
+            ga, gb = lib.placeholder(lib.float32, [3, 2]), lib.placeholder(lib.float32, [2, 4])
+            pairs = [(ga, a), (lib.IndexedSlices(gb, lib.constant([4, 1]), lib.constant([5, 4])), b)]
+            kwargs = dict(std_factor=1.5, decay=0.9, global_step=step, report_summary=True, name="clip")
+            clipped = clip_fn(**kwargs)(pairs) + clip_fn(static_max_norm=2.0, name="static")(pairs)
+            out = [g_ if i % 2 == 0 else g_.values for i, (g_, _) in enumerate(clipped)]
+            tick = lib.assign_add(step, 1)
+            stats = sorted(lib.global_variables()[3:], key=lambda v: v.name)
+            with lib.Session(graph=g) as sess:
+                sess.run(lib.global_variables_initializer())
+                got = []
+                for x, r in zip(grads, rows):
+                    got.append(sess.run(out, {ga: x, gb: r}))
+                    sess.run(tick)
+                summaries = [s.op.name for s in g.get_collection(lib.GraphKeys.SUMMARIES)]
+                return got, [v.name for v in stats], sess.run(stats), summaries
+
+    ours = run(tf, tf.contrib.layers.adaptive_clipping_fn)
+    theirs = run(tf_peer, tf_slim.adaptive_clipping_fn)
+    for i, (o, t) in enumerate(zip(ours[0], theirs[0])):
+        assert_values(o, t, f"clipped gradients at step {i + 1}")
+    assert ours[1] == theirs[1] == ["clip/mean:0", "clip/sq_mean:0", "static/mean:0", "static/sq_mean:0"]
+    assert_values(ours[2], theirs[2], "moving statistics")
+    assert ours[3] == theirs[3]
+    # the jumps were clipped, the steady steps were not
+    assert np.linalg.norm(ours[0][4][0]) < 0.2 * np.linalg.norm(grads[4])
+    np.testing.assert_allclose(ours[0][1][0], grads[1], rtol=1e-6)

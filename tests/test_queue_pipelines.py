@@ -279,3 +279,62 @@ def test_monitored_training_session_runs_and_stops_the_queue_runners():
     with tf.train.MonitoredTrainingSession() as sess:
         assert sess.run(y) == 0
     assert set(threading.enumerate()) == before
+
+
+def test_shuffle_batch_join_and_add_queue_runner_as_tensorflow():
+    """shuffle_batch_join and maybe_shuffle_batch_join: one enqueuing thread per tensor list into
+    one RandomShuffleQueue (TF's names), whole batches of the elements (kept together, the kept
+    ones only), all of them once, as TensorFlow's; a QueueRunner added by add_queue_runner to a
+    collection is started from it and fills its queue as TensorFlow's."""
+    tf1 = _tf1()
+
+    shapes = {}
+
+    def build(tfm, keep):
+        # the two lists share one producer, each thread dequeuing an x for its list; keep_input is
+        # computed from that same x in each enqueue run
+        x = tfm.train.range_input_producer(10, num_epochs=1, shuffle=False).dequeue()
+        lists = [[y, tfm.stack([y, -y])] for y in (x, x + 100)]
+        if keep:
+            out = tfm.train.maybe_shuffle_batch_join(lists, 4, 20, 3, tfm.equal(tfm.mod(x, 3), 0), seed=5,
+                                                     allow_smaller_final_batch=True)
+        else:
+            out = tfm.train.shuffle_batch_join(lists, 4, 20, 3, seed=5, allow_smaller_final_batch=True)
+        runner = tfm.get_collection(tfm.GraphKeys.QUEUE_RUNNERS)[-1]
+        shapes[tfm, keep] = (len(runner.enqueue_ops), type(runner.queue).__name__, runner.queue.name,
+                             [t.shape.as_list() for t in out])
+        return out
+
+    for keep in (False, True):
+        runs = {m: drain(m, lambda m: build(m, keep)) for m in (tf, tf1)}
+        got, want = ([np.concatenate([r[i] for r in runs[m]]) for i in (0, 1)] for m in (tf, tf1))
+        # which thread took which x varies from run to run: each x comes once, from one list or the other
+        assert sorted((got[0] % 100).tolist()) == sorted((want[0] % 100).tolist()) == (
+            [0, 3, 6, 9] if keep else list(range(10)))
+        assert got[0].dtype == want[0].dtype and got[1].shape == want[1].shape
+        np.testing.assert_array_equal(got[1], np.stack([got[0], -got[0]], 1))  # an element's parts stay together
+        assert [len(r[0]) for r in runs[tf]][:-1] == [4] * (len(runs[tf]) - 1)
+        assert shapes[tf, keep] == shapes[tf1, keep] == (2, "RandomShuffleQueue", "shuffle_batch_join/random_shuffle_queue",
+                                                         [[None], [None, 2]])
+
+    def build_runner(tfm):
+        q = tfm.FIFOQueue(10, tfm.int32, shapes=[[]])
+        counter = tfm.Variable(0, name="counter")
+        enqueue = q.enqueue_many(tfm.range(3) + 10 * tfm.assign_add(counter, 1))
+        tfm.train.add_queue_runner(tfm.train.QueueRunner(q, [enqueue]), collection="mine")
+        assert not tfm.get_collection(tfm.GraphKeys.QUEUE_RUNNERS) and len(tfm.get_collection("mine")) == 1
+        return q.dequeue()
+
+    def drain_mine(tfm):
+        with tfm.Graph().as_default():
+            value = build_runner(tfm)
+            with tfm.Session() as sess:
+                sess.run(tfm.global_variables_initializer())
+                coord = tfm.train.Coordinator()
+                threads = tfm.train.start_queue_runners(sess, coord, collection="mine")
+                out = [sess.run(value) for _ in range(7)]
+                coord.request_stop()
+                coord.join(threads, stop_grace_period_secs=10)
+        return out
+
+    assert drain_mine(tf) == drain_mine(tf1) == [10, 11, 12, 20, 21, 22, 30]

@@ -599,3 +599,46 @@ def test_deep_mnist_continues_across_libraries(tmp_path, mnist_dir, tf_peer, fir
     other = _run_in(b, batches[3:], restore_from=path)
     np.testing.assert_allclose(other, same, rtol=2e-5)
     assert same[-1] < same[0] + 0.5  # a real training run, not a constant
+
+
+def test_checkpoint_file_helpers_match_tensorflow(tmp_path, tf_peer):
+    """checkpoint_exists, get_checkpoint_mtimes and remove_checkpoint on checkpoints pygrad saved,
+    beside TensorFlow's functions on a copy; generate_checkpoint_state_proto's fields and text for
+    absolute and relative directories, and its error for timestamps that do not match the paths."""
+    import shutil
+
+    from google.protobuf import text_format
+    ours_dir, theirs_dir = tmp_path / "ours", tmp_path / "theirs"
+    _make_vars(tf)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        saver = tf.train.Saver(max_to_keep=None)
+        for step in (1, 2):
+            saver.save(sess, str(ours_dir / "model"), global_step=step)
+    shutil.copytree(ours_dir, theirs_dir)
+    for lib, d in ((tf, ours_dir), (tf_peer, theirs_dir)):
+        prefixes = [str(d / "model-1"), str(d / "model-2"), str(d / "model-3")]
+        assert [lib.train.checkpoint_exists(p) for p in prefixes] == [True, True, False]
+        mtimes = lib.train.get_checkpoint_mtimes(prefixes)  # whole seconds, as TF's local file system gives them
+        assert mtimes == [os.stat(p + ".index").st_mtime_ns // 10**9 for p in prefixes[:2]]
+        lib.train.remove_checkpoint(prefixes[0])
+        lib.train.remove_checkpoint(prefixes[2])  # nothing there: nothing done
+        assert not lib.train.checkpoint_exists(prefixes[0])
+    assert _files(ours_dir) == _files(theirs_dir) == ["checkpoint", "model-2.data-00000-of-00001", "model-2.index",
+                                                      "model-2.meta"]
+
+    cases = [("/abs/dir", "/abs/dir/m-3", ["/abs/dir/m-1", "/abs/dir/m-2"], [1.5, 2.5, 1700000000.25], 1.0),
+             ("rel/dir", "rel/dir/m-3", ["rel/dir/m-1", "/abs/m-2"], None, None),
+             ("rel/dir", "/abs/m-3", ["/abs/m-3"], [3.0], 2.5),
+             ("rel", "m-1", None, None, None)]
+    for case in cases:
+        ours = tf.train.generate_checkpoint_state_proto(*case)
+        theirs = tf_peer.train.generate_checkpoint_state_proto(*[list(c) if isinstance(c, list) else c for c in case])
+        assert ours.model_checkpoint_path == theirs.model_checkpoint_path
+        assert list(ours.all_model_checkpoint_paths) == list(theirs.all_model_checkpoint_paths)
+        assert list(ours.all_model_checkpoint_timestamps) == list(theirs.all_model_checkpoint_timestamps)
+        assert ours.last_preserved_timestamp == theirs.last_preserved_timestamp
+        assert ours.to_text() == text_format.MessageToString(theirs)
+    for lib in (tf, tf_peer):
+        with pytest.raises(ValueError, match="Checkpoint timestamps, if provided, must match checkpoint paths"):
+            lib.train.generate_checkpoint_state_proto("/d", "/d/m-2", ["/d/m-1"], [1.0])

@@ -209,3 +209,53 @@ def test_evaluation_loop_times_out_without_checkpoints(tmp_path):
     assert slim.evaluation.wait_for_new_checkpoint(str(tmp_path), timeout=0.1, seconds_to_sleep=0.05) is None
     with pytest.raises(ValueError, match="log_dir or summary_writer"):
         slim.evaluation.SummaryAtEndHook()
+
+
+def test_add_gradients_summaries_as_tf_slim(tf_slim, tf_peer):
+    """slim.learning's add_gradients_summaries ('<var>/gradient', '/gradient_norm') and
+    contrib.training's ('<var>_gradient', '_gradient_norm'), over a dense gradient, IndexedSlices
+    and a None: TF-Slim's summary ops and bytes."""
+    def run(lib, learning, training):
+        with lib.Graph().as_default() as g:
+            a, b, c = lib.Variable([[1.0, 2.0]], name="a"), lib.Variable(np.ones((4, 2), np.float32), name="b"), \
+                lib.Variable(0.0, name="c")
+            pairs = [(lib.constant([[3.0, -4.0]]), a),
+                     (lib.IndexedSlices(lib.constant([[0.5, 1.5]]), lib.constant([2]), lib.constant([4, 2])), b),
+                     (None, c)]
+            made = learning.add_gradients_summaries(pairs) + training.add_gradients_summaries(pairs)
+            with lib.Session(graph=g) as sess:
+                return [s.op.name for s in made], sess.run(made)
+
+    ours = run(tf, slim.learning, tf.contrib.training)
+    assert ours == run(tf_peer, tf_slim.learning, tf_slim.training)
+    assert ours[0] == ["a/gradient", "a/gradient_norm", "b/gradient", "b/gradient_norm", "a_gradient",
+                       "a_gradient_norm", "b_gradient", "b_gradient_norm"]
+    assert tf.Summary.FromString(ours[1][1]).value[0].simple_value == 5.0
+
+
+def test_evaluate_repeatedly_and_its_parts_as_tf_slim(tf_slim, tf_peer, tmp_path):
+    """slim.evaluation's evaluate_repeatedly with StopAfterNEvalsHook(3) on the checkpoint TF
+    wrote: TF-Slim's final values; get_or_create_eval_step's variable (one per graph), and
+    checkpoints_iterator yielding the newest checkpoint, then stopping at its timeout."""
+    ckpt_dir = str(tmp_path / "train")
+    _train(tf_peer, tf_slim, ckpt_dir, _initial_weights(tf_peer, tf_slim), 2)
+
+    def run(lib, sl):
+        with lib.Graph().as_default() as g, quiet(lib):
+            step = sl.evaluation.get_or_create_eval_step()
+            assert sl.evaluation.get_or_create_eval_step() is step
+            made = (step.name, step.dtype.base_dtype.name, g.get_collection(lib.GraphKeys.EVAL_STEP) == [step],
+                    step in lib.local_variables())
+            eval_op, final_op, _ = _eval_graph(lib, sl)
+            lib.train.get_or_create_global_step()
+            final = sl.evaluation.evaluate_repeatedly(ckpt_dir, eval_ops=eval_op, final_ops=final_op,
+                                                      hooks=[sl.evaluation.StopAfterNEvalsHook(3)],
+                                                      eval_interval_secs=0, max_number_of_evaluations=1)
+        paths = list(sl.evaluation.checkpoints_iterator(ckpt_dir, timeout=0.1))
+        return made, final, paths
+
+    ours, theirs = run(tf, slim), run(tf_peer, tf_slim)
+    assert ours[0] == theirs[0] == ("eval_step:0", "int64", True, True)
+    assert_values(ours[1], theirs[1], "final_ops")
+    assert ours[1][1] == 3.0  # three evaluations counted
+    assert ours[2] == theirs[2] == [os.path.join(ckpt_dir, "model.ckpt-2")]

@@ -357,3 +357,21 @@ def test_sparse_tensors_batch_through_queues_as_tensorflows(tf_peer, enqueue_man
         for k in a:
             for x, y in zip(a[k], b[k]) if isinstance(b[k], tuple) else [(a[k], b[k])]:
                 np.testing.assert_array_equal(x, y, err_msg=k)
+
+
+def test_convert_to_tensor_or_sparse_tensor_as_tensorflow(tf_peer):
+    """A SparseTensor passes through, a SparseTensorValue becomes a SparseTensor, anything else a
+    Tensor of the dtype asked for; a SparseTensor of another dtype is TF's RuntimeError."""
+    def run(m):
+        with m.Graph().as_default(), m.Session() as sess:
+            sp = _sp(m, *IDS)
+            out = [m.convert_to_tensor_or_sparse_tensor(sp), m.convert_to_tensor_or_sparse_tensor(
+                m.SparseTensorValue(IDS[0], VALS, IDS[2])), m.convert_to_tensor_or_sparse_tensor([1, 2], m.float64)]
+            assert out[0] is sp and isinstance(out[1], m.SparseTensor) and not isinstance(out[2], m.SparseTensor)
+            with pytest.raises(RuntimeError, match="float64.*int64"):
+                m.convert_to_tensor_or_sparse_tensor(sp, m.float64)
+            got = sess.run(out)
+            return [(v.indices.tolist(), v.values.tolist(), v.dense_shape.tolist()) for v in got[:2]] + [
+                got[2].tolist(), got[2].dtype]
+
+    assert run(tf) == run(tf_peer)

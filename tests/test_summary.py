@@ -215,3 +215,35 @@ def test_fed_shape_mismatch_fails_when_run():
             with pytest.raises(tf.errors.InvalidArgumentError, match=r"tags and values not the same shape"):
                 sess.run(s, {tags: ["a", "b"], values: [1.0]})
             assert tf.Summary.FromString(sess.run(s, {tags: "a", values: 3.0})).value[0].simple_value == 3.0
+
+
+def test_legacy_summaries_equal_tensorflows_raw_ops(tf_peer):
+    """tf.histogram_summary, image_summary, audio_summary and merge_summary (TF 0.11's names) are
+    the kernels with the tag as given: their bytes equal TF's HistogramSummary, ImageSummary,
+    AudioSummaryV2 and MergeSummary ops on the same inputs, under the ops' own name scopes."""
+    x = VALUES
+
+    def theirs():
+        raw = tf_peer.raw_ops
+        with tf_peer.Graph().as_default(), tf_peer.Session() as sess:
+            ops = [raw.HistogramSummary(tag="w", values=x["h"]),
+                   raw.ImageSummary(tag="img", tensor=x["iu"], max_images=2),
+                   raw.AudioSummaryV2(tag="snd", tensor=x["a"], sample_rate=8000.0, max_outputs=1)]
+            return sess.run(ops + [raw.MergeSummary(inputs=ops)])
+
+    with tf.Graph().as_default():
+        with tf.name_scope("outer"):
+            ops = [tf.histogram_summary("w", x["h"]), tf.image_summary("img", x["iu"], max_images=2),
+                   tf.audio_summary("snd", x["a"], 8000, max_outputs=1, collections=["sounds"])]
+            merged = tf.merge_summary(ops, name="all")
+        assert [t.op.name for t in ops] == ["outer/HistogramSummary", "outer/ImageSummary", "outer/AudioSummary"]
+        # TF's merge_summary opens the scope `name` and names its op `name` inside it
+        assert merged.op.name == "outer/all/all" and merged.op.type == "MergeSummary"
+        assert tf.get_collection(tf.GraphKeys.SUMMARIES) == ops[:2] and tf.get_collection("sounds") == ops[2:]
+        with tf.Session() as sess:
+            ours = sess.run(ops + [merged])
+    want = theirs()
+    for i, (a, b) in enumerate(zip(ours, want)):
+        assert a == b, (i, tf.Summary.FromString(a), tf.Summary.FromString(b))
+    with pytest.raises(ValueError, match="max_images must be at least 1"):
+        tf.image_summary("img", x["iu"], max_images=0)

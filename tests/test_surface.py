@@ -237,3 +237,55 @@ def test_nest_as_tensorflows(tf_peer):
         lib.nest.assert_same_structure((1, 2), [1, 2], check_types=False)
     assert [tf.nest.is_sequence(v) for v in ([1], (), {"a": 1}, 3, "ab")] == [
         tf_peer.nest.is_nested(v) for v in ([1], (), {"a": 1}, 3, "ab")] == [True, True, True, False, False]
+
+
+def test_logging_levels_and_conditions_as_tensorflow(tf_peer):
+    """fatal (CRITICAL, no exit), vlog at a level, log_if on its condition: the records
+    tensorflow's logger gets, on pygrad's logger (tf.get_logger; tf.logging has no get_logger in TF)."""
+    import logging
+
+    def records(lib):
+        logger = lib.get_logger()
+        assert isinstance(logger, logging.Logger)
+        seen = []
+        handler = logging.Handler(logging.DEBUG)
+        handler.emit = lambda r: seen.append((r.levelno, r.getMessage()))
+        old = logger.level
+        logger.addHandler(handler)
+        lib.logging.set_verbosity(lib.logging.INFO)
+        try:
+            lib.logging.fatal("fatal %s", "x")
+            lib.logging.vlog(lib.logging.WARN, "vlog %d", 1)
+            lib.logging.vlog(lib.logging.DEBUG, "below the verbosity")
+            lib.logging.vlog(25, "between %s and %s", "INFO", "WARN")
+            for i in range(3):
+                lib.logging.log_if(lib.logging.ERROR, "if %d", i % 2 == 1, i)
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(old)
+        return seen
+
+    ours = records(tf)
+    assert ours == records(tf_peer)
+    assert ours == [(50, "fatal x"), (30, "vlog 1"), (25, "between INFO and WARN"), (40, "if 1")]
+
+
+def test_gfile_walk_and_stat_as_tensorflow(tmp_path, tf_peer):
+    """Walk top-down and bottom-up (a missing top yields nothing) and Stat's FileStatistics, as
+    TensorFlow's gfile on the same tree."""
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "c").mkdir()
+    (tmp_path / "top.txt").write_bytes(b"12345")
+    (tmp_path / "a" / "b" / "deep.bin").write_bytes(b"\0" * 1000)
+    for in_order in (True, False):
+        ours = [(d, sorted(s), sorted(f)) for d, s, f in tf.gfile.Walk(str(tmp_path), in_order)]
+        theirs = [(d, sorted(s), sorted(f)) for d, s, f in tf_peer.gfile.Walk(str(tmp_path), in_order)]
+        assert ours == theirs and len(ours) == 4
+    assert list(tf.gfile.Walk(str(tmp_path / "missing"))) == list(tf_peer.gfile.Walk(str(tmp_path / "missing"))) == []
+    for path in (tmp_path / "top.txt", tmp_path / "a" / "b" / "deep.bin", tmp_path / "a"):
+        ours, theirs = tf.gfile.Stat(str(path)), tf_peer.gfile.Stat(str(path))
+        assert isinstance(ours, tf.gfile.FileStatistics)
+        assert (ours.length, ours.mtime_nsec, ours.is_directory) == (theirs.length, theirs.mtime_nsec,
+                                                                       theirs.is_directory)
+    made = tf.gfile.FileStatistics(length=3, mtime_nsec=7, is_directory=False)
+    assert (made.length, made.mtime_nsec, made.is_directory) == (3, 7, False)

@@ -356,6 +356,24 @@ def test_variance_scaling_initializer(mode):
     _assert_mean_std(u, 0.0, std, f"variance_scaling {mode} uniform")
 
 
+def test_glorot_normal_initializer_as_tensorflow(tf_peer):
+    """glorot_normal_initializer (tf.initializers.glorot_normal): a normal truncated at two of its
+    stddevs, scaled to the stddev sqrt(2 / (fan_in + fan_out)); conv fans count the window. The
+    draws' bound and stddev are the formula's and those of TensorFlow's draws."""
+    assert tf.initializers.glorot_normal is tf.glorot_normal_initializer
+    for shape, fans in ((SHAPE, SHAPE[0] + SHAPE[1]), ([3, 3, 40, 60], 9 * 100)):
+        std = math.sqrt(2.0 / fans)
+        x = _init_value(tf.glorot_normal_initializer(seed=4), shape=shape)
+        with tf_peer.Graph().as_default(), tf_peer.Session() as sess:
+            theirs = sess.run(tf_peer.glorot_normal_initializer(seed=4)(shape))
+        for values, who in ((x, "pygrad"), (theirs, "TensorFlow")):
+            assert values.dtype == np.float32 and values.shape == tuple(shape)
+            assert np.all(np.abs(values) <= 2 * std / 0.87962566 * (1 + 1e-6)), who
+            _assert_mean_std(values, 0.0, std, f"glorot_normal {who} {shape}")
+    d = _init_value(tf.glorot_normal_initializer(dtype=tf.float64), dtype=tf.float64)
+    assert d.dtype == np.float64
+
+
 def test_variance_scaling_conv_fans_and_bad_arguments():
     x = _init_value(tf.variance_scaling_initializer(), shape=[5, 5, 64, 8])  # fan_in = 5 * 5 * 64
     _assert_mean_std(x, 0.0, math.sqrt(1.0 / 1600), "variance_scaling conv")

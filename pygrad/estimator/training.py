@@ -4,6 +4,7 @@ at the end, the EvalSpec's evaluation runs on that checkpoint and the exporters 
 (LatestExporter, FinalExporter, BestExporter into model_dir/export/<name>)."""
 import collections
 import glob
+import inspect
 import logging
 import os
 import shutil
@@ -161,27 +162,40 @@ class FinalExporter(_SavedModelExporter):
 
 
 def _loss_smaller(best_eval_result, current_eval_result):
-    for r in (best_eval_result, current_eval_result):
+    for what, r in (("best_eval_result", best_eval_result), ("current_eval_result", current_eval_result)):
         if not r or "loss" not in r:
-            raise ValueError("best_eval_result cannot be empty or no loss is found in it.")
+            raise ValueError(f"{what} cannot be empty or no loss is found in it.")
     return best_eval_result["loss"] > current_eval_result["loss"]
 
 
+def _verify_compare_fn_args(compare_fn):
+    args = set(inspect.signature(compare_fn).parameters)
+    for needed in ("best_eval_result", "current_eval_result"):
+        if needed not in args:
+            raise ValueError(f"compare_fn ({compare_fn}) must include {needed} argument.")
+    extra = sorted(args - {"best_eval_result", "current_eval_result"})
+    if extra:
+        raise ValueError(f"compare_fn ({compare_fn}) has following not expected args: {extra}")
+
+
 class BestExporter(_SavedModelExporter):
-    """Exports when an evaluation is better (compare_fn; by default a smaller loss) than the best
-    so far, read at first from the evaluation's event files."""
+    """Exports when an evaluation is better (compare_fn(best_eval_result=, current_eval_result=);
+    by default a smaller loss) than the best so far, read first from the evaluations' event files
+    of the estimator's model_dir."""
 
     def __init__(self, name="best_exporter", serving_input_receiver_fn=None, event_file_pattern="eval/*.tfevents.*",
                  compare_fn=_loss_smaller, assets_extra=None, as_text=False, exports_to_keep=5):
-        if not callable(compare_fn):
-            raise ValueError("`compare_fn` must be callable.")
+        if compare_fn is None:
+            raise ValueError("`compare_fn` must not be None.")
+        _verify_compare_fn_args(compare_fn)
         super().__init__(name, serving_input_receiver_fn, assets_extra, as_text, exports_to_keep)
-        self._pattern, self._compare, self._best = event_file_pattern, compare_fn, None
+        self._pattern, self._compare, self._best, self._model_dir = event_file_pattern, compare_fn, None, None
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
-        if self._best is None and self._pattern:
+        if self._model_dir != estimator.model_dir and self._pattern:
+            self._model_dir = estimator.model_dir
             self._best = _best_from_events(os.path.join(estimator.model_dir, self._pattern), self._compare)
-        if self._best is None or self._compare(self._best, eval_result):
+        if self._best is None or self._compare(best_eval_result=self._best, current_eval_result=eval_result):
             self._best = eval_result
             return self._export(estimator, export_path, checkpoint_path)
         return None

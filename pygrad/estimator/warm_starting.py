@@ -9,9 +9,17 @@ from pygrad.graph import GraphKeys, get_default_graph
 from pygrad.ops.state_ops import Variable
 from pygrad.train.checkpoint_utils import init_from_checkpoint, list_variables
 
-VocabInfo = collections.namedtuple("VocabInfo", ["new_vocab", "new_vocab_size", "num_oov_buckets", "old_vocab",
-                                                 "old_vocab_size", "backup_initializer", "axis"],
-                                   defaults=(-1, None, 0))
+class VocabInfo(collections.namedtuple("VocabInfo", ["new_vocab", "new_vocab_size", "num_oov_buckets", "old_vocab",
+                                                     "old_vocab_size", "backup_initializer", "axis"])):
+    """How a warm-started variable's vocabulary maps onto the checkpoint's (its rows, or columns for
+    axis 1). pygrad keeps it for WarmStartSettings; warm starting with it is not supported."""
+
+    def __new__(cls, new_vocab, new_vocab_size, num_oov_buckets, old_vocab, old_vocab_size=-1, backup_initializer=None,
+                axis=0):
+        if axis not in (0, 1):
+            raise ValueError(f"The only supported values for the axis argument are 0 and 1.  Provided axis: {axis}")
+        return super().__new__(cls, new_vocab, new_vocab_size, num_oov_buckets, old_vocab, old_vocab_size,
+                               backup_initializer, axis)
 
 
 class WarmStartSettings(collections.namedtuple("WarmStartSettings", [

@@ -58,24 +58,34 @@ def sum_regularizer(regularizer_list, scope=None):
 
 
 def l1_l2_regularizer(scale_l1=1.0, scale_l2=1.0, scope=None):
-    """l1_regularizer(scale_l1) + l2_regularizer(scale_l2)."""
-    if isinstance(scale_l1, numbers.Real) and isinstance(scale_l2, numbers.Real) and scale_l1 == 0 and \
-            scale_l2 == 0:
-        return lambda _: None
+    """l1_regularizer(scale_l1) + l2_regularizer(scale_l2) in name scope 'l1_l2_regularizer'; the
+    other one alone when a scale is 0."""
+    for name, scale in (("scale_l1", scale_l1), ("scale_l2", scale_l2)):
+        if isinstance(scale, numbers.Integral):
+            raise ValueError(f"{name} cannot be an integer: {scale}")
+    scope = scope or "l1_l2_regularizer"
+    if isinstance(scale_l1, numbers.Real) and scale_l1 == 0.0:
+        return l2_regularizer(scale_l2, scope)
+    if isinstance(scale_l2, numbers.Real) and scale_l2 == 0.0:
+        return l1_regularizer(scale_l1, scope)
     return sum_regularizer([l1_regularizer(scale_l1), l2_regularizer(scale_l2)], scope=scope)
 
 
 def apply_regularization(regularizer, weights_list=None):
-    """The sum of regularizer(w) over weights_list (default: tf.GraphKeys.WEIGHTS), added to
-    tf.GraphKeys.REGULARIZATION_LOSSES."""
+    """The sum of regularizer(w) over weights_list (default: tf.GraphKeys.WEIGHTS), a None penalty
+    counting 0, named 'get_regularization_penalty' and added to tf.GraphKeys.REGULARIZATION_LOSSES."""
     graph = get_default_graph()
     if not weights_list:
         weights_list = graph.get_collection(GraphKeys.WEIGHTS)
     if not weights_list:
         raise ValueError("No weights to regularize.")
-    with graph.name_scope("get_regularization_penalty"):
+    with graph.name_scope("get_regularization_penalty") as scope:
         penalties = [regularizer(w) for w in weights_list]
-        penalties = [p for p in penalties if p is not None]
-        total = math_ops.add_n(penalties) if penalties else convert_to_tensor(0.0)
+        penalties = [p if p is not None else convert_to_tensor(0.0) for p in penalties]
+        for p in penalties:
+            if p.shape.ndims != 0:
+                raise ValueError(f"regularizer must return a scalar Tensor instead of a Tensor with rank "
+                                 f"{p.shape.ndims}.")
+        total = math_ops.add_n(penalties, name=scope)
     graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, total)
     return total

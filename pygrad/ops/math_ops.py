@@ -4,7 +4,7 @@ import numpy as np
 
 from pygrad import dtypes
 from pygrad.graph import build_error, override_operator
-from pygrad.ops.array_ops import cast, convert_n_same_dtype, convert_to_tensor, ones_like, zeros_like
+from pygrad.ops.array_ops import cast, convert_n_same_dtype, convert_to_tensor, identity, ones_like, zeros_like
 from pygrad.ops.manip_ops import Select
 from pygrad.registry import BETWEEN, CUSTOM, OpDef, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape, broadcast_shape
@@ -335,9 +335,10 @@ def _(ctx, op):
 
 
 def add_n(inputs, name=None):
+    """The elementwise sum of inputs; a single input is returned as it is (an Identity when named, as TF's)."""
     inputs = [convert_to_tensor(t) for t in inputs]
     if len(inputs) == 1:
-        return inputs[0]
+        return identity(inputs[0], name=name) if name else inputs[0]
     if all(t.dtype == inputs[0].dtype for t in inputs):
         out = widened(AddN, inputs, name or "AddN")
         if out is not None:

@@ -121,11 +121,12 @@ def convert_to_sparse(sp, what="sp_input"):
 
 
 def convert_to_tensor_or_sparse_tensor(value, dtype=None, name=None):
-    """A SparseTensor (or SparseTensorValue) as a SparseTensor; anything else through convert_to_tensor."""
+    """A SparseTensor (or SparseTensorValue) as a SparseTensor (RuntimeError, as TF's, for another
+    dtype than a given one); anything else through convert_to_tensor."""
     if is_sparse(value):
         sp = convert_to_sparse(value)
         if dtype is not None and dtypes.as_dtype(dtype) != sp.dtype:
-            raise ValueError(f"Sparse dtype: requested = {dtypes.as_dtype(dtype).name}, actual = {sp.dtype.name}")
+            raise RuntimeError(f"Sparse dtype: requested = {dtypes.as_dtype(dtype).name}, actual = {sp.dtype.name}")
         return sp
     return convert_to_tensor(value, dtype=dtype, name=name)
 

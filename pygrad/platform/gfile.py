@@ -100,7 +100,8 @@ def Walk(top, in_order=True):  # noqa: N802
 
 
 class FileStatistics:
-    """What Stat tells of a file: length (bytes), mtime_nsec and is_directory (TF's)."""
+    """What Stat tells of a file: length (bytes), mtime_nsec and is_directory (TF's). As TF's local
+    file system, mtime_nsec counts whole seconds and a directory's length is its st_size."""
 
     def __init__(self, length, mtime_nsec, is_directory):
         self.length, self.mtime_nsec, self.is_directory = length, mtime_nsec, is_directory
@@ -114,4 +115,4 @@ def Stat(path):  # noqa: N802
         st = os.stat(path)
     except FileNotFoundError:
         raise _not_found(path, "Stat") from None
-    return FileStatistics(0 if os.path.isdir(path) else st.st_size, st.st_mtime_ns, os.path.isdir(path))
+    return FileStatistics(st.st_size, st.st_mtime_ns // 10**9 * 10**9, os.path.isdir(path))

@@ -30,6 +30,7 @@ _counts = {}
 
 
 def get_logger():
+    """The logger tf.logging writes to (tf.get_logger; TF's is named "tensorflow", pygrad's "pygrad")."""
     return _logger
 
 

@@ -8,6 +8,7 @@ import os
 import re
 
 from pygrad import errors
+from pygrad.platform import gfile
 from pygrad.train import checkpoint_bundle
 
 DEFAULT_STATE_FILENAME = "checkpoint"
@@ -207,13 +208,15 @@ def latest_checkpoint(checkpoint_dir, latest_filename=None):
 
 
 def get_checkpoint_mtimes(checkpoint_prefixes):
-    """The modification times of the checkpoints' index files (missing ones are left out)."""
+    """The modification times (gfile.Stat's, whole seconds) of the checkpoints' index files, or of
+    the V1 files at the prefixes; missing checkpoints are left out."""
     out = []
     for prefix in checkpoint_prefixes:
-        try:
-            out.append(os.path.getmtime(checkpoint_bundle.index_filename(prefix)))
-        except OSError:
-            pass
+        for pattern in (glob.escape(checkpoint_bundle.index_filename(prefix)), prefix):
+            names = glob.glob(pattern)
+            if names:
+                out.append(gfile.Stat(names[0]).mtime_nsec / 1e9)
+                break
     return out
 
 

@@ -1,6 +1,8 @@
 """The global step and learning-rate schedules."""
+import logging
+
 from pygrad import dtypes
-from pygrad.graph import GraphKeys, get_default_graph
+from pygrad.graph import GraphKeys, TensorLike, get_default_graph
 from pygrad.ops import math_ops
 from pygrad.ops.array_ops import cast, convert_to_tensor
 from pygrad.ops.init_ops import zeros_initializer
@@ -8,12 +10,39 @@ from pygrad.ops.manip_ops import where
 from pygrad.ops.variable_scope import get_variable
 
 
+_log = logging.getLogger("pygrad")
+
+
+def assert_global_step(global_step_tensor):
+    """TypeError unless global_step_tensor is a scalar (or unknown-shaped) integer Variable or Tensor."""
+    if not isinstance(global_step_tensor, TensorLike):
+        raise TypeError(f'Existing "global_step" must be a Variable or Tensor: {global_step_tensor}.')
+    if not global_step_tensor.dtype.base_dtype.is_integer:
+        raise TypeError(f'Existing "global_step" does not have integer type: {global_step_tensor.dtype.name}')
+    shape = global_step_tensor.shape
+    if shape.ndims != 0 and shape.is_fully_defined():
+        raise TypeError(f'Existing "global_step" is not scalar: {shape}')
+
+
 def get_global_step(graph=None):
+    """The one member of the GLOBAL_STEP collection, else the variable (or tensor) named
+    'global_step:0'; None when there is neither, or (logged as an error) when the collection holds
+    several. TypeError when it is not a scalar integer."""
     graph = graph or get_default_graph()
     steps = graph.get_collection(GraphKeys.GLOBAL_STEP)
     if len(steps) > 1:
-        raise TypeError("There are multiple items in collection global_step; there should be only one.")
-    return steps[0] if steps else None
+        _log.error("Multiple tensors in global_step collection.")
+        return None
+    if steps:
+        step = steps[0]
+    else:
+        try:
+            step = graph.get_tensor_by_name(GraphKeys.GLOBAL_STEP + ":0")
+        except KeyError:
+            return None
+        step = next((v for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES) if v.op is step.op), step)
+    assert_global_step(step)
+    return step
 
 
 def create_global_step(graph=None):

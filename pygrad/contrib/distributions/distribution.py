@@ -5,9 +5,12 @@ import numpy as np
 
 from pygrad import dtypes
 from pygrad.graph import get_default_graph
-from pygrad.ops.array_ops import constant, convert_to_tensor, reshape
+from pygrad.ops.array_ops import constant, convert_to_tensor, identity, reshape
+from pygrad.ops.check_ops import Assert
+from pygrad.ops.cumulative_ops import is_nan
 from pygrad.ops.manip_ops import concat
-from pygrad.ops.math_ops import exp, sqrt, square
+from pygrad.ops.math_ops import exp, logical_not, sqrt, square
+from pygrad.ops.reduction_ops import reduce_any
 from pygrad.shapes import TensorShape, as_shape
 
 __all__ = ["FULLY_REPARAMETERIZED", "NOT_REPARAMETERIZED", "Distribution", "RegisterKL", "ReparameterizationType",
@@ -198,6 +201,8 @@ class RegisterKL:
         self._key = (dist_cls_a, dist_cls_b)
 
     def __call__(self, kl_fn):
+        if not callable(kl_fn):
+            raise TypeError(f"kl_fn must be callable, received: {kl_fn}")
         if self._key in _KL:
             raise ValueError(f"KL({self._key[0].__name__} || {self._key[1].__name__}) has already been registered "
                              f"to: {_KL[self._key]}")
@@ -205,14 +210,34 @@ class RegisterKL:
         return kl_fn
 
 
+def _registered_kl(type_a, type_b):
+    """The function registered for the pair of ancestors of type_a and type_b (along each MRO)
+    nearest in the sum of the two distances; of pairs as near, the first in MRO order."""
+    best, fn = None, None
+    for i, a in enumerate(type_a.__mro__):
+        for j, b in enumerate(type_b.__mro__):
+            candidate = _KL.get((a, b))
+            if candidate is not None and (best is None or i + j < best):
+                best, fn = i + j, candidate
+    return fn
+
+
 def kl_divergence(distribution_a, distribution_b, allow_nan_stats=True, name=None):
     """Batchwise KL(distribution_a || distribution_b), by the function registered for the nearest
-    classes of the two (along each one's MRO); NotImplementedError if there is none."""
-    for a in type(distribution_a).__mro__:
-        for b in type(distribution_b).__mro__:
-            fn = _KL.get((a, b))
-            if fn is not None:
-                with get_default_graph().name_scope(name or "KullbackLeibler"):
-                    return fn(distribution_a, distribution_b, name=name)
-    raise NotImplementedError(f"No KL(distribution_a || distribution_b) registered for distribution_a type "
-                              f"{type(distribution_a).__name__} and distribution_b type {type(distribution_b).__name__}")
+    classes of the two (along each one's MRO); NotImplementedError if there is none. Without
+    allow_nan_stats, a NaN in the result fails the run."""
+    fn = _registered_kl(type(distribution_a), type(distribution_b))
+    if fn is None:
+        raise NotImplementedError(f"No KL(distribution_a || distribution_b) registered for distribution_a type "
+                                  f"{type(distribution_a).__name__} and distribution_b type "
+                                  f"{type(distribution_b).__name__}")
+    graph = get_default_graph()
+    with graph.name_scope("KullbackLeibler"):
+        kl = fn(distribution_a, distribution_b, name=name)
+        if allow_nan_stats:
+            return kl
+        kl = identity(kl, name="kl")
+        message = (f"KL calculation between {distribution_a.name} and {distribution_b.name} returned NaN values "
+                   f"(and was called with allow_nan_stats=False). Values:")
+        with graph.control_dependencies([Assert(logical_not(reduce_any(is_nan(kl))), [message, kl])]):
+            return identity(kl, name="checked_kl")

@@ -15,6 +15,7 @@ from pygrad.ops.variable_scope import VariableScope, get_variable, get_variable_
 from pygrad.train.checkpoint_utils import NewCheckpointReader
 from pygrad.train.saver import Saver
 from pygrad.train.training_util import (
+    assert_global_step,
     create_global_step,
     get_global_step,
     get_or_create_global_step,
@@ -29,8 +30,12 @@ __all__ = ["add_model_variable", "assert_or_get_global_step", "assign_from_check
 
 
 def assert_or_get_global_step(graph=None, global_step_tensor=None):
-    """global_step_tensor if given, else the graph's global step (None when it has none)."""
-    return get_global_step(graph) if global_step_tensor is None else global_step_tensor
+    """global_step_tensor if given (TypeError unless it is a scalar integer Variable or Tensor),
+    else the graph's global step (None when it has none)."""
+    if global_step_tensor is None:
+        return get_global_step(graph)
+    assert_global_step(global_step_tensor)
+    return global_step_tensor
 
 
 def local_variable(initial_value, validate_shape=True, name=None, use_resource=None):

@@ -56,11 +56,11 @@ def _list(name, parse, var_type, m, values, results):
         _parse_fail(name, var_type, m["vals"], values)
 
 
-def parse_values(values, type_map):
+def parse_values(values, type_map, ignore_unknown=False):
     """{name: value, list of values, or {index: value}} of a string of comma-separated
     name=value, name=[v1,v2] or name[i]=value clauses, each value parsed as type_map[name]
     (booleans: true/True, false/False or an integer). ValueError for a malformed string, an
-    unknown name, an unparsable value or a name assigned twice."""
+    unknown name (skipped with ignore_unknown), an unparsable value or a name assigned twice."""
     results = {}
     pos = 0
     while pos < len(values):
@@ -71,6 +71,8 @@ def parse_values(values, type_map):
         m = m.groupdict()
         name = m["name"]
         if name not in type_map:
+            if ignore_unknown:
+                continue
             raise ValueError(f"Unknown hyperparameter type for {name}")
         type_ = type_map[name]
         if type_ == bool:
