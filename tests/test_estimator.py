@@ -331,3 +331,32 @@ def test_vocab_info_is_tensorflows_and_warm_starting_with_it_is_refused(tf_peer,
                                    warm_start_from=warm)
     with pytest.raises(NotImplementedError, match="var_name_to_vocab_info"):
         again.train(_train_fn(), steps=1)
+
+
+def test_pandas_input_fn_batches_the_frame_as_tensorflow():
+    """pandas_input_fn as tensorflow_estimator's pandas_io: the DataFrame's columns as features, y a
+    Series (one tensor) or a DataFrame (a dict), the rows in order without shuffling, the last batch
+    partial, then the end of input; a y on another index, or a target named as a column, is refused."""
+    pd = pytest.importorskip("pandas")
+    index = np.arange(100, 105)
+    x = pd.DataFrame({"a": np.arange(5, dtype=np.float32), "b": np.arange(5, 10)}, index=index)
+    for y in (pd.Series(np.arange(-5, 0), index=index), pd.DataFrame({"t": np.arange(-5, 0)}, index=index)):
+        with tf.Graph().as_default():
+            features, target = tf.estimator.inputs.pandas_input_fn(x, y, batch_size=2, num_epochs=1, shuffle=False)()
+            got = []
+            with tf.Session() as sess:
+                with pytest.raises(tf.errors.OutOfRangeError):
+                    while True:
+                        got.append(sess.run((features, target)))
+        assert [sorted(f) for f, _ in got] == [["a", "b"]] * 3
+        np.testing.assert_array_equal(np.concatenate([f["a"] for f, _ in got]), x["a"].values)
+        np.testing.assert_array_equal(np.concatenate([f["b"] for f, _ in got]), x["b"].values)
+        targets = [t["t"] if isinstance(t, dict) else t for _, t in got]
+        assert [len(t) for t in targets] == [2, 2, 1]
+        np.testing.assert_array_equal(np.concatenate(targets), np.arange(-5, 0))
+    with pytest.raises(ValueError, match="Index for x and y are mismatched"):
+        tf.estimator.inputs.pandas_input_fn(x, pd.Series(np.arange(5)), shuffle=False)
+    with pytest.raises(ValueError, match="Cannot use name a for target column"):
+        tf.estimator.inputs.pandas_input_fn(x, pd.Series(np.arange(5), index=index), shuffle=False, target_column="a")
+    with pytest.raises(ValueError, match="shuffle must be provided explicitly"):
+        tf.estimator.inputs.pandas_input_fn(x)

@@ -67,6 +67,8 @@ def pandas_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue
     features = {str(c): x[c].values for c in x.columns}
     target = None
     if y is not None:
+        if not np.array_equal(x.index, y.index):
+            raise ValueError(f"Index for x and y are mismatched.\nIndex for x: {x.index}\nIndex for y: {y.index}\n")
         if target_column in features:
             raise ValueError(f"Cannot use name {target_column} for target column: DataFrame already has a column "
                              f"with that name: {list(features)}")
