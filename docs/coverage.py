@@ -156,7 +156,8 @@ ROWS = [
         '`LinearClassifier`/`Regressor`, `DNNClassifier`/`Regressor`, '
         "`DNNLinearCombinedClassifier`/`Regressor`, `BaselineClassifier`/`Regressor` (TF1's heads, "
         'default optimizers and learning rates); see [Estimators](estimators.md)',
-        '`BoostedTrees*`, multi-head estimators, distributed `TF_CONFIG` (refused, saying so)'),
+        '`BoostedTrees*`, multi-head estimators, distributed `TF_CONFIG` (refused, saying so), a SavedModel '
+        'of `build_parsing_serving_input_receiver_fn` (its example parsing runs in Python: `NotExportableError`)'),
     Row(('tf.contrib.framework', 'tf.contrib.slim', 'tf.contrib.slim.learning', 'tf.contrib.slim.evaluation',
          'tf.contrib.slim.losses', 'tf.contrib.distributions', 'tf.contrib.crf', 'tf.contrib.training',
          'tf.contrib.learn.datasets', 'tf.contrib.learn.datasets.mnist'),
