@@ -17,7 +17,6 @@ from pygrad.session_store import SessionStore
 from pygrad.step_stats import Trace
 
 
-
 def _whole_numbers(t, arr, want):
     """A float feed of an integer tensor, converted as TF's np.asarray(value, dtype) (a replay
     memory of actions stored as floats) when every value is a whole number the dtype holds; TF
@@ -33,6 +32,7 @@ def _whole_numbers(t, arr, want):
                                   f" is not a whole number in the range of {t.dtype.name} (a conversion would change "
                                   f"it); round the values, or feed an array of {t.dtype.name}", t.op.site))
     return arr.astype(want, order="C")
+
 
 class _Fetches:
     """Flattens a fetch structure to graph elements and rebuilds the same structure from values."""

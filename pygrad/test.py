@@ -9,10 +9,12 @@ import unittest
 import numpy as np
 
 from pygrad import errors
-from pygrad.gradients import gradients
-from pygrad.graph import Tensor, TensorLike, get_default_graph, get_default_session, reset_default_graph, unwrap
-from pygrad.ops.array_ops import placeholder
-from pygrad.session import Session
+from pygrad.gradients import gradients as _gradients
+from pygrad.graph import (Tensor as _Tensor, TensorLike as _TensorLike, get_default_graph as _get_default_graph,
+                          get_default_session as _get_default_session, reset_default_graph as _reset_default_graph,
+                          unwrap as _unwrap)
+from pygrad.ops.array_ops import placeholder as _placeholder
+from pygrad.session import Session as _Session
 
 
 def main(argv=None):
@@ -36,7 +38,7 @@ def _structure(value):
     """A test value as nested lists/dicts of numpy arrays (TF's assertAllClose walks both)."""
     if isinstance(value, dict):
         return {k: _structure(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)) and any(isinstance(v, (dict, list, tuple, np.ndarray, TensorLike))
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (dict, list, tuple, np.ndarray, _TensorLike))
                                                 for v in value):
         return [_structure(v) for v in value]
     return value
@@ -49,7 +51,7 @@ class TestCase(unittest.TestCase):
 
     def setUp(self):
         super().setUp()
-        reset_default_graph()
+        _reset_default_graph()
         np.random.seed(87654321)  # TF's random_seed.DEFAULT_GRAPH_SEED
         self._cached = None
 
@@ -68,18 +70,18 @@ class TestCase(unittest.TestCase):
     @contextlib.contextmanager
     def session(self, graph=None, config=None, use_gpu=False, force_gpu=False):
         """A new session over graph (the default graph if None), made its default."""
-        graph = graph or get_default_graph()
-        with graph.as_default(), Session(graph=graph, config=config) as sess:
+        graph = graph or _get_default_graph()
+        with graph.as_default(), _Session(graph=graph, config=config) as sess:
             yield sess
 
     @contextlib.contextmanager
     def cached_session(self, graph=None, config=None, use_gpu=False, force_gpu=False):
         """The test's one session over graph, kept for the rest of the test."""
-        graph = graph or get_default_graph()
+        graph = graph or _get_default_graph()
         if self._cached is None or self._cached.graph is not graph:
             if self._cached is not None:
                 self._cached.close()
-            self._cached = Session(graph=graph, config=config)
+            self._cached = _Session(graph=graph, config=config)
         with graph.as_default(), self._cached.as_default():
             yield self._cached
 
@@ -96,7 +98,7 @@ class TestCase(unittest.TestCase):
             return sess.run(tensors)
 
     def _value(self, a):
-        if isinstance(a, TensorLike) or isinstance(unwrap(a), Tensor):
+        if isinstance(a, _TensorLike) or isinstance(_unwrap(a), _Tensor):
             return self.evaluate(a)
         return a
 
@@ -151,7 +153,7 @@ class TestCase(unittest.TestCase):
             self.assertNear(float(f1), float(f2), err, msg)
 
     def assertShapeEqual(self, np_array, tf_tensor, msg=None):  # noqa: N802
-        self.assertEqual(list(np.shape(np_array)), unwrap(tf_tensor).shape.as_list(), msg)
+        self.assertEqual(list(np.shape(np_array)), _unwrap(tf_tensor).shape.as_list(), msg)
 
     def assertDTypeEqual(self, target, expected_dtype):  # noqa: N802
         self.assertEqual(np.asarray(target).dtype, np.dtype(getattr(expected_dtype, "np", expected_dtype)))
@@ -202,10 +204,10 @@ def compute_gradient(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init
     gradient_checker): the first row by row through tf.gradients, the second by central
     differences of step delta, in the default session."""
     x_value = np.asarray(x_init_value if x_init_value is not None else
-                         np.random.random_sample(x_shape).astype(unwrap(x).dtype.np))
-    seed = placeholder(unwrap(y).dtype, y_shape, name="compute_gradient_dy")
-    grad = gradients(y, x, grad_ys=seed)[0]
-    sess = get_default_session()
+                         np.random.random_sample(x_shape).astype(_unwrap(x).dtype.np))
+    seed = _placeholder(_unwrap(y).dtype, y_shape, name="compute_gradient_dy")
+    grad = _gradients(y, x, grad_ys=seed)[0]
+    sess = _get_default_session()
     if sess is None:
         raise ValueError("compute_gradient needs a default session (inside `with tf.Session():` or a test session)")
     feed = dict(extra_feed_dict or {})

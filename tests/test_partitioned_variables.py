@@ -152,8 +152,9 @@ def test_restores_across_partitionings(tf_peer, tmp_path, saved_by):
 
 
 def test_slice_keys_are_tensorflows_ordered_code():
-    # keys and signed numbers as TF's ordered_code.cc writes them (values read off TF's checkpoints
-    # and the encoding's length classes: 6, 13 and 20 value bits)
+    # keys and signed numbers as TF's ordered_code.cc writes them (the first key and the one-byte codes
+    # read off TF's checkpoints; the longer codes by the encoding's length classes, 6, 13 and 20 value
+    # bits, which the next test checks against the keys of a TF checkpoint)
     assert checkpoint_bundle.slice_key("s/w", [(3, 2), (0, 10)]) == b"\x00s/w\x00\x01\x01\x02\x83\x82\x80\x8a"
     codes = {0: "80", 63: "bf", 64: "c040", 8191: "dfff", 8192: "e02000", -1: "7f", -64: "40", -65: "3fbf"}
     assert {n: checkpoint_bundle._signed_num_increasing(n).hex() for n in codes} == codes
@@ -210,3 +211,17 @@ def test_reuse_and_errors_as_tensorflow(tf_peer):
                     out.append(str(e).split(".")[0])
         return out
     assert outcomes(tf) == outcomes(tf_peer)
+
+
+def test_slice_keys_equal_tensorflows_in_its_own_checkpoint(tf_peer, tmp_path):
+    """The slice keys of a TF checkpoint whose parts start at 0, 8193 and 16386 (one-, two- and
+    three-byte codes of their offsets and lengths) are the keys pygrad computes for them."""
+    with tf_peer.Graph().as_default():
+        tf_peer.get_variable("w", shape=[24579], partitioner=tf_peer.fixed_size_partitioner(3))
+        with tf_peer.Session() as s:
+            s.run(tf_peer.global_variables_initializer())
+            tf_peer.train.Saver().save(s, str(tmp_path / "m"))
+    stored = {k for k, _ in checkpoint_bundle.read_table((tmp_path / "m.index").read_bytes(), "m.index")
+              if k[:1] == b"\x00"}
+    assert stored == {checkpoint_bundle.slice_key("w", [(o, 8193)]) for o in (0, 8193, 16386)}
+    np.testing.assert_array_equal(tf.train.load_checkpoint(str(tmp_path / "m")).get_tensor("w").shape, [24579])
