@@ -454,6 +454,29 @@ def _(w, op):
                                                                              "Tindices": index.dtype})
 
 
+@composes("TensorArrayGrowWrite")
+def _(w, op):
+    """The flow padded with zero rows up to index + 1 rows (PadV2 by max(index + 1 - size, 0)), then
+    written as TensorArrayWriteV3's."""
+    flow, index, value = op.inputs
+    if flow.shape.ndims is None:
+        raise w.unexportable(op.error(f"the rank of TensorArray {op.name}'s elements is not known"))
+    t = {"T": index.dtype}
+    more = w.add("Sub", [w.add("Add", [index, _const(w, 1, index.dtype, "one")], t, "Add"),
+                         w.dim(flow, 0, w.scoped("size"), index.dtype)], t)
+    grow = w.add("Maximum", [more, _const(w, 0, index.dtype, "zero")], t)
+    zero = _const(w, 0, index.dtype, "no_padding")
+    pairs = w.add("Pack", [zero, grow] + [zero] * (2 * flow.shape.ndims - 2),
+                  {"N": 2 * flow.shape.ndims, **t, "axis": 0})
+    paddings = w.add("Reshape", [pairs, _const(w, [flow.shape.ndims, 2], int32, "paddings_shape")],
+                     {**t, "Tshape": int32})
+    padded = w.add("PadV2", [flow, paddings, _const(w, 0, flow.dtype, "constant_values")],
+                   {"T": flow.dtype, "Tpaddings": index.dtype})
+    row = w.add("ExpandDims", [value, _const(w, 0, int32, "dim")], {"T": value.dtype, "Tdim": int32})
+    return w.final("TensorScatterUpdate", [padded, _row_index(w, index), row], {"T": flow.dtype,
+                                                                               "Tindices": index.dtype})
+
+
 @composes("TensorArrayReadV3")
 def _(w, op):
     """Row index of the flow: GatherV2."""

@@ -229,9 +229,13 @@ def _list_diff(b):
 
 
 def _range(b):
-    limit = b.shape_arg_dims(1)
-    limit = as_size(limit[0]) if limit is not None and isinstance(limit[0], tuple) else b.value(1)
-    return sequence_ops.range(b.value(0), limit, b.value(2), name=b.name)
+    """Range's arguments as values where the graph knows them, as sizes where a plan does, else
+    as the tensors a run computes."""
+    args = []
+    for k in range(3):
+        dims = b.shape_arg_dims(k)
+        args.append(b.x[k] if dims is None else as_size(dims[0]) if isinstance(dims[0], tuple) else b.value(k))
+    return sequence_ops.range(*args, name=b.name)
 
 
 def _random(ptype):

@@ -214,6 +214,7 @@ _SCATTER = {
 _SEQUENCE = {
     "Range":          tf("Range",        attrs="dtype=Tidx", inputs="start delta", derived="limit=dim", ins="-",
                          own="axis", note="limit is dimension `axis` of input 0's shape; constant ranges are Consts"),
+    "ComputedRange":  tf("Range",        derived="Tidx=in0", note="a range of values a run computes"),
     "ReverseV2":      tf("ReverseV2",    inputs="axis", derived="T=in0 Tidx=int32"),
     "ReverseSequence": tf("ReverseSequence", attrs="seq_dim batch_dim", derived="T=in0 Tlen=in1"),
     "Pad":            tf("PadV2",        inputs="paddings constant_value=constant_values",
@@ -379,6 +380,8 @@ _CONTROL_FLOW = {
                          note="size None: input 0's first dimension; the element shape is meta's, with the last "
                               "input's merged in"),
     "TensorArrayWriteV3": tf("TensorArrayWriteV3", derived="T=in2 handle=array", ins="flow_in index value"),
+    "TensorArrayGrowWrite": tf("TensorArrayWriteV3", derived="T=in2 handle=array", ins="flow_in index value",
+                               note="a write that grows an array whose size is a value of the run"),
     "TensorArrayReadV3": tf("TensorArrayReadV3", derived="dtype=in0 handle=array", ins="flow_in index"),
     "TensorArrayReadGrad": none("gradient helper of a read: zeros with the read row set to dy; TF: TensorArrayGradV3, "
                                 "then TensorArrayWriteV3"),

@@ -195,7 +195,8 @@ def _clip(p):
 def _host_values(p):
     x = p(np.array([3, 1, 3, 2, 1], np.int32))
     y, idx = tf.unique(x)
-    return [y, idx, tf.where(p(X) > 0)]
+    grown = tf.TensorArray(tf.float32, size=0, dynamic_size=True).write(1, p(X)[0]).write(tf.reduce_max(x), p(X)[1])
+    return [y, idx, tf.where(p(X) > 0), tf.range(tf.reduce_max(x), 0, -1), grown.stack(), grown.size()]
 
 
 def _image(p):

@@ -74,6 +74,7 @@ CASES = {
     "scatter_nd": lambda x, s: tf1.scatter_nd([[1], [3]], s[:2], [5, 6]),
     "segment_sum": lambda x, s: tf1.math.segment_sum(s, [0, 0, 1, 2]),
     "unsorted_segment_sum": lambda x, s: tf1.math.unsorted_segment_sum(s, [2, 0, 2, 1], 4),
+    "range_of_values": lambda x, s: tf1.cast(tf1.range(tf1.cast(tf1.reduce_sum(x), tf1.int32), 0, -3), tf1.float32),
     "range_fill": lambda x, s: tf1.cast(tf1.range(tf1.shape(s)[1]), tf1.float32) + tf1.fill([4, 6], 2.0) * s,
     "zeros_ones_like": lambda x, s: tf1.zeros_like(s) + tf1.ones_like(x) * s,
     "cast": lambda x, s: tf1.cast(tf1.cast(s * 3, tf1.int32), tf1.float32),

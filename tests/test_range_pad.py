@@ -54,10 +54,43 @@ def test_range_bad(args, match):
         tf.range(*args)
 
 
-def test_range_needs_known_bounds():
+def _computed_ranges(m):
+    """Ranges of values a run computes: a limit from a reduction, fed start/limit/delta of each
+    dtype, a float range, a range used by later ops, and a range whose limit is known but whose
+    start is fed."""
+    x = m.placeholder(m.int32, [None])
+    f = m.placeholder(m.float32, [])
+    d = m.placeholder(m.int64, [])
+    r1 = m.range(m.reduce_max(x))
+    r2 = m.range(d, 0, -2)
+    r3 = m.range(0.5, f, 0.75)
+    r4 = m.reduce_sum(m.cast(m.range(1, m.size(x) + m.reduce_min(x)), m.float32) * 2.0)
+    r5 = m.range(m.reduce_min(x), 10, 3, dtype=m.int64)
+    with m.Session() as s:
+        return [s.run([r1, r2, r3, r4, r5], {x: xs, f: fs, d: ds})
+                for xs, fs, ds in (([1, 5, 3], 4.0, 7), ([2], 0.5, 0), ([0, 9], 2.1, 1))]
+
+
+def test_range_of_values_a_run_computes(tf_peer):
+    """As TF: the length is a value of the run (a host op between two plans)."""
+    got, want = _computed_ranges(tf), _computed_ranges(tf_peer)
+    for g, w in zip(got, want):
+        for a, b in zip(g, w):
+            assert np.asarray(a).dtype == np.asarray(b).dtype
+            assert_close(a, b, rtol=0, atol=0)
+
+
+def test_a_computed_range_with_bad_bounds_names_the_op_and_keeps_the_session():
     n = tf.placeholder(tf.int32, [])
-    with pytest.raises(ValueError, match="Range 'range': limit must be known when the graph is built"):
-        tf.range(n)
+    r = tf.range(n, 3, 1)
+    assert r.shape.as_list() == [None] and r.dtype == tf.int32
+    with tf.Session() as s:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"'range': Requires start <= limit when delta > 0: 5/3\n  op defined at .*test_range"):
+            s.run(r, {n: 5})
+        assert_close(s.run(r, {n: 1}), np.arange(1, 3, dtype=np.int32))
+    with pytest.raises(ValueError, match="must be a scalar"):
+        tf.range(tf.placeholder(tf.int32, [2]))
 
 
 # ---------------------------------------------------------------- lin_space

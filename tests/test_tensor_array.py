@@ -45,17 +45,75 @@ def test_dynamic_size_grows_with_writes_at_constant_indices(tf_peer):
         np.testing.assert_array_equal(s.run(g), [9.0, 9.0])
 
 
-def test_dynamic_size_of_zero_written_in_a_loop_is_refused_naming_the_op():
-    """A computed index cannot grow the array (static plan shapes): refused when the graph is built."""
+def _grown_in_loops(lib):
+    """Empty dynamic_size arrays grown by loops whose length a feed decides: a counted loop, a loop
+    that reads back what it wrote (Fibonacci), a loop that stops on a value, an element shape known
+    only from the writes, and a write at a fed index outside a loop."""
+    n = lib.placeholder(lib.int32, [])
+    limit = lib.placeholder(lib.float32, [])
+    at = lib.placeholder(lib.int32, [])
+
+    def counted(i, ta):
+        return i + 1, ta.write(i, lib.cast(i, lib.float32) * [1.0, -2.0])
+    _, ta1 = lib.while_loop(lambda i, ta: i < n, counted, [0, lib.TensorArray(lib.float32, size=0, dynamic_size=True)])
+
+    def fib(i, ta):
+        return i + 1, ta.write(i, ta.read(i - 1) + ta.read(i - 2))
+    start = lib.TensorArray(lib.int64, size=0, dynamic_size=True, element_shape=[]).write(0, 1).write(1, 1)
+    _, ta2 = lib.while_loop(lambda i, ta: i < n, fib, [2, start])
+
+    def until(x, k, ta):
+        return x * 1.5, k + 1, ta.write(k, lib.stack([x, lib.sqrt(x)]))
+    x_end, _, ta3 = lib.while_loop(lambda x, k, ta: x < limit, until,
+                                   [lib.constant(1.0), 0, lib.TensorArray(lib.float32, size=0, dynamic_size=True,
+                                                                          infer_shape=True)])
+    ta4 = lib.TensorArray(lib.float32, size=0, dynamic_size=True).write(at, [3.0, 4.0])
+    fetch = [ta1.stack(), ta1.size(), ta2.stack(), ta3.stack(), ta3.size(), x_end, ta4.stack(), ta4.size()]
+    with lib.Session() as s:
+        return [s.run(fetch, {n: k, limit: 30.0 * k, at: k}) for k in (5, 1, 9)]
+
+
+def test_an_empty_dynamic_size_array_grows_in_loops_of_computed_length(tf_peer):
+    """As TF: writes at indices a run computes grow an array that started empty, in a while_loop
+    (which then runs in Python, a plan per size) and outside one; size and stack follow."""
+    with tf.Graph().as_default():
+        got = _grown_in_loops(tf)
+    with tf_peer.Graph().as_default():
+        want = _grown_in_loops(tf_peer)
+    for g, w in zip(got, want):
+        assert len(g) == len(w)
+        for a, b in zip(g, w):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+            assert np.asarray(a).dtype == np.asarray(b).dtype
+            assert np.shape(a) == np.shape(b)
+
+
+def test_an_array_grown_in_a_loop_keeps_its_errors_and_refuses_gradients():
+    i_end = tf.placeholder(tf.int32, [])
+    x = tf.constant([1.0, 2.0])
+
+    def body(i, ta):
+        return i + 1, ta.write(i - 1, x * tf.cast(i, tf.float32))
+    _, ta = tf.while_loop(lambda i, ta: i < i_end, body, [0, tf.TensorArray(tf.float32, size=0, dynamic_size=True)])
+    with tf.Session() as s:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"TensorArrayGrowWrite 'while/TensorArrayGrowWrite'"
+                                                                 r": Tried to write to index -1"):
+            s.run(ta.stack(), {i_end: 3})
+        assert s.run(ta.size(), {i_end: 0}) == 0
+    with pytest.raises(LookupError, match="a TensorArray that grows in the run"):
+        tf.gradients(tf.reduce_sum(ta.stack()), x)
+
+
+def test_a_computed_write_past_a_non_zero_dynamic_size_raises_when_it_runs():
+    """An array that starts with rows keeps a native loop at that size: past it, a clear error."""
     def body(i, ta):
         return i + 1, ta.write(i, tf.cast(i, tf.float32))
-
-    with pytest.raises(ValueError, match=r"TensorArrayWriteV3 'while/TensorArrayWriteV3': .*dynamic_size=True "
-                                         r"and size 0.*give it the size"):
-        tf.while_loop(lambda i, ta: i < 5, body, [0, tf.TensorArray(tf.float32, size=0, dynamic_size=True)])
-    _, ta = tf.while_loop(lambda i, ta: i < 5, body, [0, tf.TensorArray(tf.float32, size=5, dynamic_size=True)])
+    n = tf.placeholder(tf.int32, [])
+    _, ta = tf.while_loop(lambda i, ta: i < n, body, [0, tf.TensorArray(tf.float32, size=5, dynamic_size=True)])
     with tf.Session() as s:
-        np.testing.assert_array_equal(s.run(ta.stack()), [0.0, 1.0, 2.0, 3.0, 4.0])
+        np.testing.assert_array_equal(s.run(ta.stack(), {n: 5}), [0.0, 1.0, 2.0, 3.0, 4.0])
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"Tried to write to index 5.*size is: 5"):
+            s.run(ta.stack(), {n: 6})
 
 
 def _rnn(lib, x, w, u, T, B, H):

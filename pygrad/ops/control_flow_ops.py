@@ -343,7 +343,7 @@ def _runs_python(regions):
 
 def _no_gradient(op, *grads):
     raise LookupError(op.error("gradients through a cond or while_loop whose branches or body run Python ops "
-                               "(py_func, Print, an iterator) are not supported"))
+                               "(py_func, Print, an iterator, a TensorArray that grows in the run) are not supported"))
 
 
 IfInPython = OpDef("IfInPython", host=BETWEEN)
@@ -385,7 +385,8 @@ def _loop_leaf(v):
 
 
 def _pack(structure, flat, templates):
-    leaves = [tmpl._with_flow(t) if _is_tensor_array(tmpl) else t for tmpl, t in zip(templates, flat)]
+    leaves = [t if not _is_tensor_array(tmpl) else tmpl._with_flow(t, None) if tmpl._grows_in_run() else
+              tmpl._with_flow(t) for tmpl, t in zip(templates, flat)]
     return nest.pack_sequence_as(structure, leaves)
 
 
@@ -420,6 +421,9 @@ def _build_while(cond_fn, body_fn, loop_vars, shape_invariants, maximum_iteratio
                                                    f"invariant is {s}.", site))
     else:
         invariants = [t.shape for t in flat]
+    # an array that grows in the run may have another size after each iteration
+    invariants = [TensorShape([None]).concatenate(s[1:]) if _is_tensor_array(v) and v._grows_in_run() and s.ndims
+                  else s for v, s in zip(templates, invariants)]
     counter = array_ops.constant(0, dtypes.int32, name="iteration_counter")
     flat, invariants = [counter] + flat, [TensorShape([])] + invariants
     if maximum_iterations is not None:
@@ -505,5 +509,5 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     packed = _pack(loop_vars, outs[1:], templates)
     if not return_same_structure and nest.is_sequence(packed) and len(outs) == 2 and not isinstance(packed, dict):
         return nest.flatten(packed)[0] if not _is_tensor_array(templates[0]) else \
-            templates[0]._with_flow(outs[1])
+            _pack([templates[0]], outs[1:], templates)[0]
     return packed

@@ -2,7 +2,8 @@
 
 range and linspace are computed when the graph is built from Python values or constants, as
 TF's kernels compute them; `tf.range(tf.shape(x)[i])` becomes an op whose value comes from x's
-shape when a plan is built. pad's kernels are in csrc/kernels/pad.cc; reverse is a strided slice
+shape when a plan is built, and a range of values only a run computes (`tf.range(tf.reduce_max(x))`)
+is a host op between two plans (host.py), since its length is a value. pad's kernels are in csrc/kernels/pad.cc; reverse is a strided slice
 with stride -1 on the strided_slice kernels."""
 import builtins
 
@@ -10,11 +11,11 @@ import numpy as np
 
 from pygrad import dtypes
 from pygrad.graph import Tensor, build_error, unwrap
-from pygrad.ops.array_ops import (cast, constant, convert_to_tensor, expand_dims, numpy_value, static_int,
-                                  static_ints, static_value)
+from pygrad.ops.array_ops import (cast, constant, constant_value, convert_to_tensor, expand_dims, numpy_value,
+                                  static_int, static_ints, static_value)
 from pygrad.ops.math_ops import less
 from pygrad.ops.shape_exprs import symbolic
-from pygrad.registry import ALIAS, VALUE, OpDef, Spec, fail, fail_dtype
+from pygrad.registry import ALIAS, BETWEEN, VALUE, HostError, OpDef, RuleError, Spec, fail, fail_dtype
 from pygrad.shapes import TensorShape, as_shape
 
 
@@ -75,6 +76,25 @@ def _(attrs, x):
     return _range_values(attrs["start"], x.shape.dims[attrs["axis"]], attrs["delta"], attrs["dtype"])
 
 
+ComputedRange = OpDef("ComputedRange", host=BETWEEN, differentiable=False)
+
+
+@ComputedRange.shape
+def _(start, limit, delta):
+    for what, t in (("start", start), ("limit", limit), ("delta", delta)):
+        if t.shape.ndims not in (None, 0):
+            fail(f"{what} must be a scalar, got shape {t.shape}")
+    return Spec(start.dtype, TensorShape([None]))
+
+
+@ComputedRange.host
+def _(ctx, op, values):
+    try:
+        return [_range_values(*values, op.outputs[0].dtype)]
+    except RuleError as e:
+        raise HostError(str(e)) from None
+
+
 def _shape_dim(t):
     """(x, i) when t is tf.shape(x)[i] (or another expression of that size alone, such as the
     tf.size of a vector), else None."""
@@ -100,11 +120,14 @@ def _shape_dim(t):
 def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
     """[start, start + delta, ...) up to limit (excluded), as tf.range: range(n) is [0, n); the
     dtype is the widest of the arguments' (int32 < int64 < float32 < float64) unless given.
-    start, limit and delta must be known when the graph is built (Python values or constants),
-    or limit may be a size the plan knows: tf.shape(x)[i], the tf.size of a vector."""
+    When start, limit and delta are Python values or constants, the range is a constant; when limit
+    is a size the plan knows (tf.shape(x)[i], the tf.size of a vector), its value comes from the
+    plan; otherwise the run computes the arguments and then the range."""
     if limit is None:
         start, limit = 0, start
     shape_dim = _shape_dim(limit)
+    if not shape_dim and any(constant_value(v) is None for v in (start, limit, delta)):
+        return _computed_range(start, limit, delta, dtype, name)
     args = {"start": start, "delta": delta} if shape_dim else {"start": start, "limit": limit, "delta": delta}
     values = {}
     for what, v in args.items():
@@ -139,6 +162,19 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
     except ValueError as e:
         raise Range.error(str(e), name) from None
     return constant(out, dtype=dtype, name=name)
+
+
+def _computed_range(start, limit, delta, dtype, name):
+    args = [convert_to_tensor(v) for v in (start, limit, delta)]
+    if dtype is None:
+        if any(a.dtype not in _RANGE_DTYPES for a in args):
+            raise Range.error(f"arguments must be int32, int64, float32 or float64, got "
+                              f"{[a.dtype.name for a in args]}", name, TypeError)
+        dtype = max((a.dtype for a in args), key=_RANGE_DTYPES.index)
+    dtype = dtypes.as_dtype(dtype)
+    if dtype not in _RANGE_DTYPES:
+        raise Range.error(f"dtype must be int32, int64, float32 or float64, got {dtype.name}", name, TypeError)
+    return ComputedRange(*(cast(a, dtype) for a in args), name=name)
 
 
 # ---------------------------------------------------------------- linspace

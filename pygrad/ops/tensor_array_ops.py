@@ -11,25 +11,30 @@ with the shape of a tensor (`element_like` of _sized_like). Those tensors are sh
 the TensorArrayV3 op: their shapes, concrete per plan, size the array, and their values are never
 computed. So an array of a [time, batch, units] sequence may have an unknown time and batch when
 the graph is built (tf.nn.dynamic_rnn's outputs). A dynamic_size array grows, as TF's, with a write
-at an index the graph fixes (a constant) past its size: the flow is padded with zero rows up to the
-index, then written. A write at a computed index cannot grow it (a plan's shapes are static, and a
-loop variable keeps its shape across iterations): one into an array of size 0 is refused when the
-graph is built, and one past a larger size raises when it runs. Reads do not clear rows
-(clear_after_read is accepted and has no effect).
+past its size: at an index the graph fixes (a constant), the flow is padded with zero rows up to the
+index, then written. An array that starts empty grows by writes at any index: since its size is then
+a value of the run, such a write is a host op between two plans (TensorArrayGrowWrite), and a
+tf.while_loop that carries the array relaxes its size across iterations and runs in Python
+(control_flow_ops' WhileInPython, a plan per iteration's size). A computed index past the size of an
+array that started non-empty raises when it runs (its loop runs natively, at a fixed size). Reads do
+not clear rows (clear_after_read is accepted and has no effect).
 """
+import numpy as np
+
 from pygrad import dtypes
 from pygrad.graph import Tensor, unwrap
 from pygrad.kernels import COPY, TEMP_BUFFER
 from pygrad.ops import array_ops, manip_ops, sequence_ops, state_ops
-from pygrad.registry import ALIAS, CUSTOM, OpDef, Spec, fail
+from pygrad.registry import ALIAS, BETWEEN, CUSTOM, HostError, OpDef, Spec, fail
 from pygrad.shapes import TensorShape, as_shape
 
 
 class _Meta:
     """What the TensorArrays of one chain of writes share: the element shape as known so far."""
 
-    def __init__(self, element_shape):
+    def __init__(self, element_shape, started_empty=False):
         self.element_shape = element_shape
+        self.started_empty = started_empty  # a dynamic_size array of size 0: it grows in the run
 
 
 # Inputs (shape-only, both optional, in this order): size_like, whose first dimension is the size
@@ -98,6 +103,36 @@ def _(ctx, op):
 @TensorArrayWriteV3.grad
 def _(op, dy):
     return [dy, None, TensorArrayReadV3(dy, op.inputs[1])]
+
+
+# A write that grows an array whose size is a value of the run (one that started empty, dynamic_size).
+TensorArrayGrowWrite = OpDef("TensorArrayGrowWrite", host=BETWEEN)
+
+
+@TensorArrayGrowWrite.shape
+def _(flow, index, value):
+    spec = TensorArrayWriteV3.shape_fn(flow, index, value)
+    return Spec(spec.dtype, TensorShape([None]).concatenate(spec.shape[1:]))
+
+
+@TensorArrayGrowWrite.host
+def _(ctx, op, values):
+    flow, index, value = (np.asarray(v) for v in values)
+    index = int(index)
+    if index < 0:
+        raise HostError(f"Tried to write to index {index} of a TensorArray of size {flow.shape[0]}")
+    if flow.shape[1:] != value.shape and flow.shape[0]:
+        raise HostError(f"Could not write to TensorArray index {index}: its elements have shape "
+                        f"{list(flow.shape[1:])}, the value has shape {list(value.shape)}")
+    out = np.zeros((max(flow.shape[0], index + 1),) + value.shape, value.dtype)
+    out[:flow.shape[0]] = flow
+    out[index] = value
+    return [out]
+
+
+@TensorArrayGrowWrite.grad
+def _(op, dy):
+    return [None, None, TensorArrayReadV3(dy, op.inputs[1])]
 
 
 TensorArrayReadV3 = OpDef("TensorArrayReadV3", kernel="ta_read")
@@ -170,7 +205,8 @@ class TensorArray:
         if flow is not None:  # a TensorArray of a loop or of a write: shares its array's metadata
             self._flow, self._meta, self._size = flow, handle, size
             return
-        self._meta = _Meta(as_shape(element_shape) if element_shape is not None else TensorShape(None))
+        self._meta = _Meta(as_shape(element_shape) if element_shape is not None else TensorShape(None),
+                           self._dynamic_size and size is not None and array_ops.constant_value(size) == 0)
         if isinstance(unwrap(size), Tensor) and array_ops.constant_value(size) is None:
             raise TensorArrayV3.error(f"size must be known when the graph is built (a Python int or a constant), "
                                       f"got the output of {unwrap(size).op.type}", name)
@@ -209,8 +245,14 @@ class TensorArray:
     def _as_loop_var(self):
         return self.flow
 
-    def _with_flow(self, flow, size=None):
-        ta = TensorArray(self._dtype, size=self._size if size is None else size, dynamic_size=self._dynamic_size,
+    def _grows_in_run(self):
+        """A dynamic_size array that started empty: a loop that carries it lets its size vary across
+        iterations."""
+        return self._dynamic_size and self._size_like is None and self._meta.started_empty
+
+    def _with_flow(self, flow, size=...):
+        """The array of this one's chain whose rows are flow's; size None: a size only the run knows."""
+        ta = TensorArray(self._dtype, size=self._size if size is ... else size, dynamic_size=self._dynamic_size,
                          handle=self._meta, flow=flow, name=self._name)
         ta._size_like, ta._element_like = self._size_like, self._element_like
         return ta
@@ -242,13 +284,10 @@ class TensorArray:
         flow, size = self.flow, self._size
         if self._dynamic_size and self._size_like is None:
             at = array_ops.constant_value(index)
+            if size is None or at is None and self._meta.started_empty:  # a size of the run: grown by a host op
+                return self._with_flow(TensorArrayGrowWrite(flow, index, value, name=name), None)
             if at is not None and int(at) >= size:
                 flow, size = self._grown(int(at) + 1, name), int(at) + 1
-            elif at is None and size == 0:
-                raise TensorArrayWriteV3.error(
-                    "this TensorArray has dynamic_size=True and size 0: pygrad grows it only with writes at indices "
-                    "the graph fixes (constants), since a plan's shapes are static and a loop variable keeps its "
-                    "shape across iterations; give it the size it will have (the number of rows written)", name)
         return self._with_flow(TensorArrayWriteV3(flow, index, value, name=name), size)
 
     def _grown(self, rows, name):
