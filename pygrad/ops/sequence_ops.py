@@ -3,8 +3,8 @@
 range and linspace are computed when the graph is built from Python values or constants, as
 TF's kernels compute them; `tf.range(tf.shape(x)[i])` becomes an op whose value comes from x's
 shape when a plan is built, and a range of values only a run computes (`tf.range(tf.reduce_max(x))`)
-is a host op between two plans (host.py), since its length is a value. pad's kernels are in csrc/kernels/pad.cc; reverse is a strided slice
-with stride -1 on the strided_slice kernels."""
+is a host op between two plans (host.py), since its length is a value. pad's kernels are in
+csrc/kernels/pad.cc; reverse is a strided slice with stride -1 on the strided_slice kernels."""
 import builtins
 
 import numpy as np
