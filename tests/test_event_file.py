@@ -194,6 +194,20 @@ def test_buffering_flush_thread_and_close(tmp_path):
         writer.add_event(tf.Event())
 
 
+def test_a_writer_never_closed_is_flushed_when_the_process_exits(tmp_path):
+    """As TensorFlow's: a program that ends without close() (the deep MNIST tutorial's graph writer)
+    still leaves every event it added in the file."""
+    program = ("import sys, pygrad as tf\n"
+               "w = tf.summary.FileWriter(sys.argv[1])\n"
+               "w.add_graph(tf.get_default_graph())\n"
+               "w.add_summary(tf.Summary(value=[tf.Summary.Value(tag='a', simple_value=2.5)]), 3)\n")
+    subprocess.run([sys.executable, "-c", program, str(tmp_path)], check=True, cwd=tmp_path, timeout=60)
+    (path,) = tf.summary.event_files(tmp_path)
+    events = list(tf.summary.summary_iterator(path))
+    assert [e.WhichOneof("what") for e in events] == ["file_version", "graph_def", "summary"]
+    assert events[2].step == 3 and events[2].summary.value[0].simple_value == 2.5
+
+
 def test_metadata_kept_for_the_first_value_of_a_tag_only(tmp_path):
     with tf.Graph().as_default():
         t = tf.summary.text("note", tf.constant("hi"))

@@ -106,6 +106,118 @@ def test_mnist_softmax_tutorial(tmp_path, mnist_dir):
     assert accuracy == pytest.approx(np.mean(np.argmax(logits, 1) == labels), abs=1e-6)
 
 
+# ---- (a') the deep MNIST tutorial's program: name scopes, a scalar keep_prob placeholder, one-hot
+# labels, Tensor.eval and Operation.run, a FileWriter of the graph in a temporary directory
+
+MNIST_DEEP = '''
+    """A deep MNIST classifier using convolutional layers."""
+    import argparse
+    import sys
+    import tempfile
+
+    from tensorflow.examples.tutorials.mnist import input_data
+
+    import tensorflow as tf
+
+    FLAGS = None
+
+
+    def deepnn(x):
+        with tf.name_scope('reshape'):
+            x_image = tf.reshape(x, [-1, 28, 28, 1])
+        with tf.name_scope('conv1'):
+            h_conv1 = tf.nn.relu(conv2d(x_image, weight_variable([5, 5, 1, 32])) + bias_variable([32]))
+        with tf.name_scope('pool1'):
+            h_pool1 = max_pool_2x2(h_conv1)
+        with tf.name_scope('conv2'):
+            h_conv2 = tf.nn.relu(conv2d(h_pool1, weight_variable([5, 5, 32, 64])) + bias_variable([64]))
+        with tf.name_scope('pool2'):
+            h_pool2 = max_pool_2x2(h_conv2)
+        with tf.name_scope('fc1'):
+            h_pool2_flat = tf.reshape(h_pool2, [-1, 7 * 7 * 64])
+            h_fc1 = tf.nn.relu(tf.matmul(h_pool2_flat, weight_variable([7 * 7 * 64, 1024])) + bias_variable([1024]))
+        with tf.name_scope('dropout'):
+            keep_prob = tf.placeholder(tf.float32)
+            h_fc1_drop = tf.nn.dropout(h_fc1, keep_prob)
+        with tf.name_scope('fc2'):
+            y_conv = tf.matmul(h_fc1_drop, weight_variable([1024, 10])) + bias_variable([10])
+        return y_conv, keep_prob
+
+
+    def conv2d(x, W):
+        return tf.nn.conv2d(x, W, strides=[1, 1, 1, 1], padding='SAME')
+
+
+    def max_pool_2x2(x):
+        return tf.nn.max_pool(x, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding='SAME')
+
+
+    def weight_variable(shape):
+        return tf.Variable(tf.truncated_normal(shape, stddev=0.1))
+
+
+    def bias_variable(shape):
+        return tf.Variable(tf.constant(0.1, shape=shape))
+
+
+    def main(_):
+        mnist = input_data.read_data_sets(FLAGS.data_dir, one_hot=True)
+        x = tf.placeholder(tf.float32, [None, 784])
+        y_ = tf.placeholder(tf.float32, [None, 10])
+        y_conv, keep_prob = deepnn(x)
+        with tf.name_scope('loss'):
+            cross_entropy = tf.nn.softmax_cross_entropy_with_logits(labels=y_, logits=y_conv)
+        cross_entropy = tf.reduce_mean(cross_entropy)
+        with tf.name_scope('adam_optimizer'):
+            train_step = tf.train.AdamOptimizer(1e-4).minimize(cross_entropy)
+        with tf.name_scope('accuracy'):
+            correct_prediction = tf.cast(tf.equal(tf.argmax(y_conv, 1), tf.argmax(y_, 1)), tf.float32)
+        accuracy = tf.reduce_mean(correct_prediction)
+
+        graph_location = tempfile.mkdtemp()
+        print('Saving graph to: %s' % graph_location)
+        train_writer = tf.summary.FileWriter(graph_location)
+        train_writer.add_graph(tf.get_default_graph())
+
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for i in range(FLAGS.steps):
+                batch = mnist.train.next_batch(50)
+                if i % 100 == 0:
+                    train_accuracy = accuracy.eval(feed_dict={x: batch[0], y_: batch[1], keep_prob: 1.0})
+                    print('step %d, training accuracy %g' % (i, train_accuracy))
+                train_step.run(feed_dict={x: batch[0], y_: batch[1], keep_prob: 0.5})
+            print('test accuracy %g' % accuracy.eval(feed_dict={
+                x: mnist.test.images[:FLAGS.test], y_: mnist.test.labels[:FLAGS.test], keep_prob: 1.0}))
+
+    if __name__ == '__main__':
+        parser = argparse.ArgumentParser()
+        parser.add_argument('--data_dir', type=str, default='/tmp/tensorflow/mnist/input_data')
+        parser.add_argument('--steps', type=int, default=20000)
+        parser.add_argument('--test', type=int, default=10000)
+        FLAGS, unparsed = parser.parse_known_args()
+        tf.app.run(main=main, argv=[sys.argv[0]] + unparsed)
+'''
+
+
+def test_mnist_deep_tutorial(tmp_path, mnist_dir):
+    write(tmp_path, {"mnist_deep.py": MNIST_DEEP})
+    out = run_pygrad(tmp_path, "mnist_deep.py", "--data_dir", mnist_dir, "--steps", "201", "--test", "2000",
+                     env={"TMPDIR": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert [line.split(",")[0] for line in lines[1:4]] == ["step 0", "step 100", "step 200"]
+    assert float(lines[4].split("test accuracy")[1]) >= 0.85  # (TF's tutorial: ~0.9 after 200 steps)
+    # the graph went to the temporary directory's event file, with the tutorial's scopes
+    from pygrad.summary.reader import summary_iterator
+    graph_dir = lines[0].split("Saving graph to: ")[1]
+    (events,) = os.listdir(graph_dir)
+    graph_defs = [e.graph_def for e in summary_iterator(os.path.join(graph_dir, events)) if e.graph_def]
+    from pygrad.tf_protos import GraphDef
+    nodes = {n.name for n in GraphDef.FromString(graph_defs[0]).node}
+    assert {"conv1/Conv2D", "dropout/Placeholder", "adam_optimizer/Adam", "accuracy/Cast"} <= nodes
+
+
 # ---- (b) a program in two files: a TF-Slim model, and training that uses TF's internal modules
 
 SLIM_NET = '''

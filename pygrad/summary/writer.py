@@ -4,14 +4,16 @@ A writer creates `events.out.tfevents.<seconds>.<hostname><filename_suffix>` in 
 after the hostname when another writer of the same second has that name) and writes
 first an Event with file_version "brain.Event:2", as TensorFlow's EventsWriter does. Events are
 queued in memory and written when max_queue are pending, every flush_secs by a background thread,
-on flush() and on close(). The messages are TensorFlow's (pygrad/tf_protos.py); one of another
+on flush(), on close() and, as TensorFlow's, when the process exits without a close(). The messages are TensorFlow's (pygrad/tf_protos.py); one of another
 protobuf class with the same schema (TensorFlow's own, say) is taken by its bytes.
 """
+import atexit
 import itertools
 import os
 import socket
 import threading
 import time
+import weakref
 
 from pygrad.graph import Graph, get_default_graph
 from pygrad.summary.records import encode_record
@@ -46,6 +48,15 @@ def _event(step, **fields):
     return event
 
 
+_OPEN = weakref.WeakSet()  # the writers not closed, flushed when the process exits
+
+
+@atexit.register
+def _flush_open_writers():
+    for writer in list(_OPEN):
+        writer.flush()
+
+
 class FileWriter:
     """Writes summaries, the graph and session logs of a run to an event file in logdir."""
 
@@ -71,6 +82,7 @@ class FileWriter:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._flush_periodically, name="FileWriter flush", daemon=True)
         self._thread.start()
+        _OPEN.add(self)
 
     def _flush_periodically(self):
         while not self._stop.wait(self._flush_secs):
@@ -157,6 +169,7 @@ class FileWriter:
         with self._lock:
             self._closed = True
             self._file.close()
+        _OPEN.discard(self)
 
     def reopen(self):
         if self._closed:
