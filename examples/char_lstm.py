@@ -60,7 +60,7 @@ def main():
     print(f"text: {len(text)} characters, vocabulary {vocab}, uniform loss {np.log(vocab):.4f}")
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
-        recent = []
+        recent: list[float] = []
         bar = progress(range(1, args.steps + 1), "training")
         for step in bar:
             xb, yb = batch()

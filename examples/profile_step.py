@@ -53,7 +53,7 @@ def main():
         print(f"run metadata written to {args.logdir} (TensorBoard's graph tab, run 'step_6')")
 
     nodes = run_metadata.step_stats.dev_stats[0].node_stats
-    by_op = {}
+    by_op: dict[str, int] = {}
     for n in nodes:
         by_op[n.node_name] = by_op.get(n.node_name, 0) + n.all_end_rel_nanos
     total = sum(by_op.values())

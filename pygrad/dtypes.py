@@ -1,4 +1,6 @@
 """DType objects (tf.float32, ...) and their NumPy and native counterparts."""
+from __future__ import annotations
+
 import builtins
 import math
 import os
@@ -93,6 +95,9 @@ ALL_DTYPES = (float32, float64, int32, int64, bool_, uint8, int8, int16, uint16,
 _BY_NAME = {d.name: d for d in ALL_DTYPES + (string,)}
 _BY_NAME.update({"float": float32, "double": float64, "bool_": bool_, "half": float16})
 _BY_NP = {d.np: d for d in ALL_DTYPES + (string,)}
+
+# What as_dtype takes (type hints of the public entry points).
+DTypeLike = DType | str | np.dtype | builtins.type
 
 
 def as_dtype(value):

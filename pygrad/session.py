@@ -1,12 +1,16 @@
 """Session: runs fetches of a graph on a native plan built once per run signature."""
+from __future__ import annotations
+
 import signal
 import threading
 import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pygrad import _C, _run, dtypes, errors
-from pygrad.graph import Operation, Tensor, TensorLike, get_default_graph, session_stack
+from pygrad.graph import Graph, Operation, Tensor, TensorLike, get_default_graph, session_stack
 from pygrad.host import HostContext, call_host, plan_host_run
 from pygrad.lowering import compile_run, out_of_memory
 from pygrad.ops.indexed_slices import IndexedSlices, IndexedSlicesValue
@@ -114,7 +118,7 @@ class BaseSession:
 
     _target = ""
 
-    def __init__(self, target="", graph=None, config=None):
+    def __init__(self, target: str = "", graph: Graph | None = None, config: Any = None) -> None:
         self._target = check_target(target)
         self.graph = graph if graph is not None else get_default_graph()
         stores = LOCAL_TARGETS.get(self._target)
@@ -146,7 +150,7 @@ class BaseSession:
         self.plans.clear()
         self._store = None
 
-    def __enter__(self):
+    def __enter__(self) -> BaseSession:
         self._graph_cm = self.graph.as_default()
         self._graph_cm.__enter__()
         session_stack().append(self)
@@ -179,7 +183,13 @@ class BaseSession:
     # ---- running ----
     # Session.run is compiled (pygrad/_run.pyx): it runs the common case itself, a cached plan
     # with array or number feeds, and hands every other run to run_general.
-    run = _run.run
+    if TYPE_CHECKING:
+        def run(self, fetches: Any, feed_dict: Mapping[Any, Any] | None = None, options: Any = None,
+                run_metadata: Any = None) -> Any:
+            """The values of fetches (a graph element, or a list, tuple, dict or namedtuple of them),
+            with feed_dict's values fed to its tensors."""
+    else:
+        run = _run.run
 
     def _run_timed(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self.closed:
@@ -383,7 +393,7 @@ class Session(BaseSession):
 class InteractiveSession(BaseSession):
     """A session that makes itself the default on creation, for shells and notebooks."""
 
-    def __init__(self, target="", graph=None, config=None):
+    def __init__(self, target: str = "", graph: Graph | None = None, config: Any = None) -> None:
         super().__init__(target, graph, config)
         session_stack().append(self)
 

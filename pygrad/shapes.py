@@ -1,4 +1,8 @@
 """Static shapes with unknown (None) dimensions, and the broadcasting rule."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Union
 
 
 class Dimension:
@@ -148,6 +152,11 @@ class TensorShape:
             return "<unknown>"
         inner = ", ".join("?" if d is None else str(d) for d in self.dims)
         return f"({inner},)" if len(self.dims) == 1 else f"({inner})"
+
+
+# What as_shape takes (type hints of the public entry points): a TensorShape, a list of ints, Nones
+# and Dimensions, or None (unknown rank).
+ShapeLike = Union["TensorShape", Sequence[Any], None]
 
 
 def as_shape(shape):

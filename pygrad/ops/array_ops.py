@@ -1,4 +1,6 @@
 """Placeholders, constants, and ops that move or reinterpret data: reshape, cast, transpose, ..."""
+from __future__ import annotations
+
 import numbers
 
 import numpy as np
@@ -7,7 +9,7 @@ from pygrad import dtypes
 from pygrad.graph import Tensor, TensorLike, build_error, unwrap
 from pygrad.ops.shape_exprs import has_refs, resolve, shape_expr
 from pygrad.registry import ALIAS, CONST, FEED, SHAPE_ONLY_AFTER_FIRST, VALUE, OpDef, Spec, fail, fail_dtype
-from pygrad.shapes import TensorShape, as_shape
+from pygrad.shapes import ShapeLike, TensorShape, as_shape
 
 # ---------------------------------------------------------------- conversion
 
@@ -187,7 +189,7 @@ def _(*, dtype, shape):
     return Spec(dtype, shape)
 
 
-def placeholder(dtype, shape=None, name=None):
+def placeholder(dtype: dtypes.DTypeLike, shape: ShapeLike = None, name: str | None = None) -> Tensor:
     """A tensor whose value must be fed to Session.run. Shape dims may be None."""
     return Placeholder(dtype=dtypes.as_dtype(dtype), shape=as_shape(shape), name=name or "Placeholder")
 

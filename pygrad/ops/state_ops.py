@@ -1,5 +1,10 @@
 """Variables and the ops that write them (assign, assign_add, assign_sub), is_variable_initialized,
 no_op and group."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
 import numpy as np
 
 from pygrad import dtypes, errors
@@ -7,7 +12,7 @@ from pygrad.graph import (GraphKeys, Tensor, TensorLike, build_error, get_defaul
                           session_for, strip_name_scope, unwrap)
 from pygrad.ops.array_ops import cast, convert_for_op, convert_to_tensor
 from pygrad.registry import BEFORE, NOOP, VARIABLE, OpDef, Spec, fail, fail_dtype
-from pygrad.shapes import as_shape
+from pygrad.shapes import ShapeLike, as_shape
 
 # ---------------------------------------------------------------- the variable op
 
@@ -147,10 +152,12 @@ def is_variable_initialized(variable, name=None):
 class Variable(TensorLike):
     """A tensor whose value lives in the session across runs; TF1's tf.Variable."""
 
-    def __init__(self, initial_value=None, trainable=True, collections=None, validate_shape=True,
-                 caching_device=None, name=None, variable_def=None, dtype=None, expected_shape=None,
-                 import_scope=None, constraint=None, use_resource=None, synchronization=None, aggregation=None,
-                 shape=None):
+    def __init__(self, initial_value: Any = None, trainable: bool | None = True,
+                 collections: Iterable[str] | None = None, validate_shape: bool = True, caching_device: Any = None,
+                 name: str | None = None, variable_def: Any = None, dtype: dtypes.DTypeLike | None = None,
+                 expected_shape: ShapeLike = None, import_scope: str | None = None,
+                 constraint: Callable[[Any], Any] | None = None, use_resource: bool | None = None,
+                 synchronization: Any = None, aggregation: Any = None, shape: ShapeLike = None) -> None:
         if variable_def is not None:
             self._init_from_proto(variable_def, import_scope)
             return

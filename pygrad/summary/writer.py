@@ -4,8 +4,9 @@ A writer creates `events.out.tfevents.<seconds>.<hostname><filename_suffix>` in 
 after the hostname when another writer of the same second has that name) and writes
 first an Event with file_version "brain.Event:2", as TensorFlow's EventsWriter does. Events are
 queued in memory and written when max_queue are pending, every flush_secs by a background thread,
-on flush(), on close() and, as TensorFlow's, when the process exits without a close(). The messages are TensorFlow's (pygrad/tf_protos.py); one of another
-protobuf class with the same schema (TensorFlow's own, say) is taken by its bytes.
+on flush(), on close() and, as TensorFlow's, when the process exits without a close(). The
+messages are TensorFlow's (pygrad/tf_protos.py); one of another protobuf class with the same
+schema (TensorFlow's own, say) is taken by its bytes.
 """
 import atexit
 import itertools

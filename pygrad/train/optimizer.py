@@ -1,7 +1,12 @@
 """Optimizer: compute_gradients / apply_gradients / minimize and slot variables, as TF1's
 tf.train.Optimizer. Subclasses give _create_slots and _apply_dense (one fused op per variable)."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
 from pygrad import gradients as _gradients
-from pygrad.graph import GraphKeys, TensorLike, get_default_graph, unwrap
+from pygrad.graph import GraphKeys, Operation, Tensor, TensorLike, get_default_graph, unwrap
 from pygrad.ops import array_ops, state_ops
 from pygrad.ops.indexed_slices import IndexedSlices
 from pygrad.train.slot_creator import create_slot
@@ -12,7 +17,7 @@ class Optimizer:
     GATE_OP = 1
     GATE_GRAPH = 2
 
-    def __init__(self, use_locking, name):
+    def __init__(self, use_locking: bool, name: str) -> None:
         if not name:
             raise ValueError("Must specify the optimizer name")
         self._use_locking = use_locking
@@ -24,8 +29,10 @@ class Optimizer:
         return self._name
 
     # ---------------------------------------------------------------- the three steps
-    def compute_gradients(self, loss, var_list=None, gate_gradients=GATE_OP, aggregation_method=None,
-                          colocate_gradients_with_ops=False, grad_loss=None):
+    def compute_gradients(self, loss: Tensor | Callable[[], Tensor], var_list: Iterable[Any] | None = None,
+                          gate_gradients: int = GATE_OP, aggregation_method: Any = None,
+                          colocate_gradients_with_ops: bool = False,
+                          grad_loss: Tensor | None = None) -> list[tuple[Any, Any]]:
         """[(gradient, variable)] for var_list (default: the trainable variables); the gradient is
         None for a variable the loss does not depend on."""
         if callable(loss) and not isinstance(loss, TensorLike):
@@ -43,7 +50,8 @@ class Optimizer:
         grads = _gradients.gradients(loss, var_list, grad_ys=grad_loss)
         return list(zip(grads, var_list))
 
-    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+    def apply_gradients(self, grads_and_vars: Iterable[tuple[Any, Any]], global_step: Any = None,
+                        name: str | None = None) -> Operation:
         """An op applying each (gradient, variable) update; pairs whose gradient is None are skipped.
         global_step, if given, is incremented once the updates are done. As in TF, the returned op
         takes the name of the optimizer's scope ("Adam", "Adam_1", ...)."""
@@ -75,8 +83,10 @@ class Optimizer:
             with graph.control_dependencies([self._finish(updates, "update")]), graph.colocate_with(global_step):
                 return state_ops.assign_add(global_step, 1, name=scope).op
 
-    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=GATE_OP, aggregation_method=None,
-                 colocate_gradients_with_ops=False, name=None, grad_loss=None):
+    def minimize(self, loss: Tensor | Callable[[], Tensor], global_step: Any = None,
+                 var_list: Iterable[Any] | None = None, gate_gradients: int = GATE_OP, aggregation_method: Any = None,
+                 colocate_gradients_with_ops: bool = False, name: str | None = None,
+                 grad_loss: Tensor | None = None) -> Operation:
         grads_and_vars = self.compute_gradients(loss, var_list=var_list, grad_loss=grad_loss)
         if all(g is None for g, _ in grads_and_vars):
             loss = unwrap(loss() if callable(loss) and not isinstance(loss, TensorLike) else loss)

@@ -1,17 +1,21 @@
 """The optimizers of tf.train, each one fused native update per variable (see ops/training_ops.py).
 Update rules, slot names and initial slot values are TensorFlow 1's."""
+from __future__ import annotations
+
 import numpy as np
 
-from pygrad.graph import get_default_graph
+from pygrad.graph import TensorLike, get_default_graph
 from pygrad.ops import state_ops, training_ops
 from pygrad.ops.array_ops import constant, ones
 from pygrad.train.optimizer import Optimizer
+
+Rate = float | np.floating | TensorLike  # a hyperparameter: a number, a tensor (a decayed rate), a variable
 
 
 class GradientDescentOptimizer(Optimizer):
     """var -= learning_rate * grad."""
 
-    def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
+    def __init__(self, learning_rate: Rate, use_locking: bool = False, name: str = "GradientDescent") -> None:
         super().__init__(use_locking, name)
         self._learning_rate = learning_rate
 
@@ -32,7 +36,8 @@ class MomentumOptimizer(Optimizer):
     """accum = momentum * accum + grad; var -= lr * accum (Nesterov: var -= lr * (grad + momentum * accum)).
     Slot "momentum", starting at zero."""
 
-    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum", use_nesterov=False):
+    def __init__(self, learning_rate: Rate, momentum: Rate, use_locking: bool = False, name: str = "Momentum",
+                 use_nesterov: bool = False) -> None:
         super().__init__(use_locking, name)
         self._learning_rate, self._momentum, self._use_nesterov = learning_rate, momentum, bool(use_nesterov)
 
@@ -60,7 +65,8 @@ class MomentumOptimizer(Optimizer):
 class AdagradOptimizer(Optimizer):
     """accum += grad^2; var -= lr * grad / sqrt(accum). Slot "accumulator", starting at 0.1."""
 
-    def __init__(self, learning_rate, initial_accumulator_value=0.1, use_locking=False, name="Adagrad"):
+    def __init__(self, learning_rate: Rate, initial_accumulator_value: float = 0.1, use_locking: bool = False,
+                 name: str = "Adagrad") -> None:
         if initial_accumulator_value <= 0.0:
             raise ValueError(f"initial_accumulator_value must be positive: {initial_accumulator_value}")
         super().__init__(use_locking, name)
@@ -89,8 +95,8 @@ class RMSPropOptimizer(Optimizer):
     var -= mom. Centered subtracts mg^2 (mg the mean gradient) inside the root. Slots "rms"
     (starting at 1.0), "momentum" (0) and, centered, "mg" (0)."""
 
-    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10, use_locking=False, centered=False,
-                 name="RMSProp"):
+    def __init__(self, learning_rate: Rate, decay: Rate = 0.9, momentum: Rate = 0.0, epsilon: Rate = 1e-10,
+                 use_locking: bool = False, centered: bool = False, name: str = "RMSProp") -> None:
         super().__init__(use_locking, name)
         self._learning_rate, self._decay, self._momentum, self._epsilon = learning_rate, decay, momentum, epsilon
         self._centered = centered
@@ -132,7 +138,8 @@ class AdamOptimizer(Optimizer):
     var -= lr * sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + epsilon).
     Slots "m" and "v" (zeros); beta1_power and beta2_power are updated after all variables."""
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08, use_locking=False, name="Adam"):
+    def __init__(self, learning_rate: Rate = 0.001, beta1: Rate = 0.9, beta2: Rate = 0.999, epsilon: Rate = 1e-08,
+                 use_locking: bool = False, name: str = "Adam") -> None:
         super().__init__(use_locking, name)
         self._learning_rate, self._beta1, self._beta2, self._epsilon = learning_rate, beta1, beta2, epsilon
 
@@ -179,7 +186,8 @@ class AdadeltaOptimizer(Optimizer):
     var -= lr * update; accum_update = rho * accum_update + (1 - rho) update^2. Slots "accum" and
     "accum_update" (zeros)."""
 
-    def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-8, use_locking=False, name="Adadelta"):
+    def __init__(self, learning_rate: Rate = 0.001, rho: Rate = 0.95, epsilon: Rate = 1e-8, use_locking: bool = False,
+                 name: str = "Adadelta") -> None:
         super().__init__(use_locking, name)
         self._learning_rate, self._rho, self._epsilon = learning_rate, rho, epsilon
 
@@ -209,8 +217,9 @@ def _check_strengths(**values):
 class ProximalGradientDescentOptimizer(Optimizer):
     """FOBOS with a fixed rate: prox = var - lr * grad; var = sign(prox) max(|prox| - lr l1, 0) / (1 + lr l2)."""
 
-    def __init__(self, learning_rate, l1_regularization_strength=0.0, l2_regularization_strength=0.0,
-                 use_locking=False, name="ProximalGradientDescent"):
+    def __init__(self, learning_rate: Rate, l1_regularization_strength: Rate = 0.0,
+                 l2_regularization_strength: Rate = 0.0, use_locking: bool = False,
+                 name: str = "ProximalGradientDescent") -> None:
         super().__init__(use_locking, name)
         self._learning_rate, self._l1, self._l2 = learning_rate, l1_regularization_strength, l2_regularization_strength
 
@@ -228,8 +237,9 @@ class ProximalGradientDescentOptimizer(Optimizer):
 class ProximalAdagradOptimizer(Optimizer):
     """FOBOS with Adagrad's rate lr / sqrt(accum) (accum += grad^2 first). Slot "accumulator"."""
 
-    def __init__(self, learning_rate, initial_accumulator_value=0.1, l1_regularization_strength=0.0,
-                 l2_regularization_strength=0.0, use_locking=False, name="ProximalAdagrad"):
+    def __init__(self, learning_rate: Rate, initial_accumulator_value: float = 0.1,
+                 l1_regularization_strength: Rate = 0.0, l2_regularization_strength: Rate = 0.0,
+                 use_locking: bool = False, name: str = "ProximalAdagrad") -> None:
         if initial_accumulator_value <= 0.0:
             raise ValueError(f"initial_accumulator_value must be positive: {initial_accumulator_value}")
         super().__init__(use_locking, name)
@@ -256,9 +266,11 @@ class FtrlOptimizer(Optimizer):
     Slots "accum" (starting at initial_accumulator_value) and "linear" (zeros). `beta` adds
     beta / (2 lr) to the L2 strength, as TF does."""
 
-    def __init__(self, learning_rate, learning_rate_power=-0.5, initial_accumulator_value=0.1,
-                 l1_regularization_strength=0.0, l2_regularization_strength=0.0, use_locking=False, name="Ftrl",
-                 accum_name=None, linear_name=None, l2_shrinkage_regularization_strength=0.0, beta=None):
+    def __init__(self, learning_rate: Rate, learning_rate_power: Rate = -0.5, initial_accumulator_value: float = 0.1,
+                 l1_regularization_strength: Rate = 0.0, l2_regularization_strength: Rate = 0.0,
+                 use_locking: bool = False, name: str = "Ftrl", accum_name: str | None = None,
+                 linear_name: str | None = None, l2_shrinkage_regularization_strength: Rate = 0.0,
+                 beta: Rate | None = None) -> None:
         if initial_accumulator_value < 0.0:
             raise ValueError(f"initial_accumulator_value {initial_accumulator_value} must be >= 0.")
         if learning_rate_power > 0.0:
