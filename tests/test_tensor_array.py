@@ -59,7 +59,8 @@ def _grown_in_loops(lib):
 
     def fib(i, ta):
         return i + 1, ta.write(i, ta.read(i - 1) + ta.read(i - 2))
-    start = lib.TensorArray(lib.int64, size=0, dynamic_size=True, element_shape=[]).write(0, 1).write(1, 1)
+    start = lib.TensorArray(lib.int64, size=0, dynamic_size=True, element_shape=[], clear_after_read=False)
+    start = start.write(0, 1).write(1, 1)
     _, ta2 = lib.while_loop(lambda i, ta: i < n, fib, [2, start])
 
     def until(x, k, ta):
