@@ -14,6 +14,7 @@
 carries it out, giving each host function the session's HostContext.
 """
 import contextlib
+import contextvars
 import threading
 import time
 
@@ -109,10 +110,17 @@ class HostRun:
         self.extra = tuple(t for op in effects for t in op.inputs)  # what the last plan fetches for them
 
 
+# The ops another process runs for the current run (a worker's writes to the variables of its ps
+# tasks, train/remote_run.py): a control dependency on one is met without running it here.
+RAN_ELSEWHERE = contextvars.ContextVar("pygrad_ran_elsewhere", default=frozenset())
+
+
 def ran_before(op, fed):
-    """Whether op is a BETWEEN op an earlier stage of the run computed (its outputs are fed onward):
-    what depends on it, by data or by a control dependency, does not run it again."""
-    return op.opdef.host_stage == BETWEEN and bool(op.outputs) and all(t in fed for t in op.outputs)
+    """Whether op is a BETWEEN op an earlier stage of the run computed (its outputs are fed onward),
+    or an op another process runs (RAN_ELSEWHERE): what depends on it, by data or by a control
+    dependency, does not run it again."""
+    return op.opdef.host_stage == BETWEEN and bool(op.outputs) and all(t in fed for t in op.outputs) or \
+        op in RAN_ELSEWHERE.get()
 
 
 def _needed(roots, fed):

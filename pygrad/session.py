@@ -90,6 +90,10 @@ class _Fetches:
 # variables its sessions share, per graph: a session on one runs here, and sees the variables the
 # other sessions on that server wrote, as TF's sessions on one server do.
 LOCAL_TARGETS = {}  # target -> weakref.WeakKeyDictionary {graph: SessionStore}
+# The targets of this process's servers whose cluster keeps variables in other processes (the ps
+# tasks of train/cluster_service.py): an object whose run(session, elements, feed_tensors, arrays,
+# deadline, trace) runs a session's run in stages (train/remote_run.py).
+REMOTE_TARGETS = {}
 
 
 def check_target(target):
@@ -135,7 +139,8 @@ class BaseSession:
         # it, the plan stops before its next step with DeadlineExceededError. The compiled path
         # takes no deadline, so a session with a default one runs everything on the Python path.
         self._timeout_ms = int(getattr(config, "operation_timeout_in_ms", 0) or 0)
-        if self._timeout_ms > 0:
+        self._remote = REMOTE_TARGETS.get(self._target)
+        if self._timeout_ms > 0 or self._remote is not None:
             self.run = self._run_timed
         # Ctrl-C stops a long run between two steps with KeyboardInterrupt, where SIGINT raises it.
         if threading.current_thread() is threading.main_thread() and \
@@ -213,10 +218,10 @@ class BaseSession:
         timeout = getattr(options, "timeout_in_ms", 0) or self._timeout_ms
         deadline = time.monotonic_ns() + int(timeout) * 1_000_000 if timeout > 0 else 0  # (the plan's clock)
         trace = Trace() if run_metadata is not None and getattr(options, "trace_level", 0) else None
-        if graph.host_ops:
-            values = self._run_with_host_ops(elements, feed_tensors, arrays, deadline, trace)
+        if self._remote is not None:
+            values = self._remote.run(self, elements, feed_tensors, arrays, deadline, trace)
         else:
-            values = self._run_plan(elements, feed_tensors, arrays, deadline, trace)
+            values = self._run_elements(elements, feed_tensors, arrays, deadline, trace)
         if trace is not None:
             trace.fill(run_metadata)
         if fetch_spec is None:
@@ -226,6 +231,12 @@ class BaseSession:
         if fetch_spec is tuple:
             return tuple(values)
         return fetch_spec.rebuild(values)
+
+    def _run_elements(self, elements, feed_tensors, arrays, deadline=0, trace=None):
+        """The values of elements (None for ops) from a run in this process."""
+        if self.graph.host_ops:
+            return self._run_with_host_ops(elements, feed_tensors, arrays, deadline, trace)
+        return self._run_plan(elements, feed_tensors, arrays, deadline, trace)
 
     def _run_plan(self, elements, feed_tensors, arrays, deadline=0, trace=None):
         """The values of elements (None for ops) from one run of the plan of this signature, which

@@ -27,7 +27,7 @@ class SessionStore:
 
     def write(self, var, value):
         """Writes value into var (a Variable), which is then initialized."""
-        value = np.asarray(value, dtype=var.dtype.np, order="C").reshape(var.shape.as_list())
+        value = np.require(np.asarray(value, dtype=var.dtype.np), requirements=("C", "A")).reshape(var.shape.as_list())
         self.native.write(self.id_of(var.op), value)
 
     def entry_named(self, name):

@@ -34,17 +34,22 @@ def _spec():
 
 
 @pytest.fixture
-def server():
-    """pygrad's worker server of a one-ps, one-worker cluster; (cluster spec, server)."""
+def server(tmp_path, monkeypatch):
+    """pygrad's worker server of a one-ps, one-worker cluster whose ps task runs in this process
+    too (so the variables placed on it stay here); (cluster spec, worker server)."""
+    monkeypatch.setenv("PYGRAD_CLUSTER_DIR", str(tmp_path / "cluster"))
     spec = _spec()
-    return spec, tf.train.Server(spec, "worker", 0)
+    ps = tf.train.Server(spec, "ps", 0)
+    yield spec, tf.train.Server(spec, "worker", 0)
+    del ps
 
 
 def test_supervised_training_matches_tf_and_checkpoints_cross(tf_peer, server, tmp_path):
     spec, ours_server = server
     dirs = {k: str(tmp_path / k) for k in ("ours", "theirs", "services", "our_services")}
     ours = run_chief(tf, ours_server.target, spec, dirs["ours"], 8, save=True)
-    args = {"spec": spec, "ours": dirs["ours"], "theirs": dirs["theirs"], "services": dirs["services"],
+    their_spec = _spec()  # (pygrad's ps task holds the ports of spec)
+    args = {"spec": their_spec, "ours": dirs["ours"], "theirs": dirs["theirs"], "services": dirs["services"],
             "out": str(tmp_path / "theirs.json")}
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     done = subprocess.run([sys.executable, str(PROGRAM), json.dumps(args)], cwd=tmp_path, env=env,
@@ -52,7 +57,9 @@ def test_supervised_training_matches_tf_and_checkpoints_cross(tf_peer, server, t
     assert done.returncode == 0, done.stderr[-3000:]
     with open(args["out"]) as f:
         theirs = json.load(f)
-    assert ours_server.target == theirs["target"]  # "grpc://localhost:<port>" of the task's address
+    # "grpc://localhost:<port>" of the task's address, as TF's
+    assert ours_server.target == "grpc://" + spec["worker"][0]
+    assert theirs["target"] == "grpc://" + their_spec["worker"][0]
     assert ours[1] == theirs["start"] == 0
     np.testing.assert_allclose(ours[0], theirs["losses"], rtol=1e-5)
     np.testing.assert_allclose(ours[2], theirs["hid_w"], rtol=1e-5, atol=1e-6)

@@ -3,16 +3,24 @@
 A ClusterSpec is TF's in every respect (jobs, tasks, addresses, its ClusterDef). A Server is this
 process's task of a cluster: its ServerDef and its target, "grpc://<host>:<port>" of the task's
 address, as TF's. A session on that target runs here, in the process that built the graph, as
-tf.Session("") does; pygrad does not listen on the address, so no other process reaches it, and a
-session on another process's server is refused (see session.check_target). join() blocks for
-good, as TF's: a parameter-server task of a TF1 program waits there until it is killed.
+tf.Session("") does; a session on another process's server is refused (see session.check_target).
+
+A parameter-server task ("ps" job) serves the variables placed on it to the cluster's other
+processes (train/cluster_service.py; ps task 0 listens on its address); join() blocks for good,
+as TF's, while it serves. In a cluster with a ps job, the sessions of another task's server keep
+the variables placed on /job:ps/task:N on that task (train/remote_run.py) unless that task's
+server runs in this same process; the cluster is reached at the first run that needs it, waiting
+up to $PYGRAD_CLUSTER_TIMEOUT seconds (else the config's operation_timeout_in_ms, else 60 s).
 """
+import os
 import socket
 import threading
 import weakref
 
 from pygrad import errors
-from pygrad.session import LOCAL_TARGETS
+from pygrad.session import LOCAL_TARGETS, REMOTE_TARGETS
+
+_LOCAL_PS = weakref.WeakValueDictionary()  # address -> the started ps Server of this process there
 
 
 class ClusterSpec:
@@ -184,11 +192,25 @@ class Server:
         LOCAL_TARGETS[self._target] = weakref.WeakKeyDictionary()
         weakref.finalize(self, LOCAL_TARGETS.pop, self._target, None)  # as TF's server stops when collected
         self._started = True
+        cluster = ClusterSpec(self._server_def.cluster)
+        if "ps" not in cluster.jobs:
+            return
+        timeout = float(os.environ.get("PYGRAD_CLUSTER_TIMEOUT") or
+                        (getattr(self._config, "operation_timeout_in_ms", 0) or 60000) / 1000)
+        if self._server_def.job_name == "ps":
+            from pygrad.train import cluster_service
+            service = cluster_service.serve(cluster, self._server_def.task_index, timeout)
+            address = cluster.task_address("ps", self._server_def.task_index)
+            _LOCAL_PS[address] = self
+            weakref.finalize(self, service.close)
+        else:
+            from pygrad.train.remote_run import RemoteTarget
+            REMOTE_TARGETS[self._target] = RemoteTarget(cluster, _LOCAL_PS, timeout)
+            weakref.finalize(self, REMOTE_TARGETS.pop, self._target, None)
 
     def join(self):
         """Blocks for good, as TF's (Ctrl-C ends it): a parameter-server task's main thread waits
-        here. pygrad's server runs nothing for other processes; the workers' sessions run in the
-        workers."""
+        here while the task serves its variables; the workers' sessions run in the workers."""
         forever = threading.Event()
         while not forever.wait(1.0):
             pass
