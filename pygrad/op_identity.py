@@ -380,6 +380,10 @@ _CONTROL_FLOW = {
                          note="size None: input 0's first dimension; the element shape is meta's, with the last "
                               "input's merged in"),
     "TensorArrayWriteV3": tf("TensorArrayWriteV3", derived="T=in2 handle=array", ins="flow_in index value"),
+    "SyncReplicasAccumulate": none("SyncReplicasOptimizer's gradient of a step, summed on the ps task (TF: "
+                                   "ConditionalAccumulatorApplyGradient, then TakeGradient)"),
+    "SyncReplicasToken": none("SyncReplicasOptimizer's token, the global step after the update (TF: the token "
+                              "queue's QueueDequeueV2)"),
     "TensorArrayGrowWrite": tf("TensorArrayWriteV3", derived="T=in2 handle=array", ins="flow_in index value",
                                note="a write that grows an array whose size is a value of the run"),
     "TensorArrayReadV3": tf("TensorArrayReadV3", derived="dtype=in0 handle=array", ins="flow_in index"),

@@ -4,7 +4,9 @@ ps and two worker processes on this machine, the variables living in the ps proc
 cluster_service.py, train/remote_run.py). Checked: the async run reaches the test accuracy of
 the same number of steps trained in one process (within 1 point); every global step is taken
 once; a worker killed and started again rejoins and trains; a worker whose cluster is not there
-fails with UnavailableError naming the address; credentials of another user are refused."""
+fails with UnavailableError naming the address; credentials of another user are refused; with
+SyncReplicasOptimizer the workers step together, and each update is the wrapped optimizer's on
+the mean of the workers' gradients (against a NumPy run of the same steps)."""
 import json
 import os
 import pathlib
@@ -14,6 +16,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 import pygrad as tf
@@ -167,3 +170,95 @@ def test_another_users_credentials_are_refused(cluster, tmp_path):
     text = c.text("worker0")
     assert "UnavailableError: cannot reach the cluster's /job:ps/task:0" in text and "TLS" in text
     assert oct(os.stat(tmp_path / "cluster" / "credentials.json").st_mode & 0o777) == "0o600"
+
+
+def test_sync_replicas_step_together_and_reach_the_accuracy(cluster, mnist_dir):
+    c = cluster("--sync_replicas", "--train_steps", "200")
+    c.start("ps", 0)
+    c.start("worker", 0)
+    c.start("worker", 1)
+    done = [c.wait_for(f"worker{i}", lambda e: e["event"] == "done") for i in (0, 1)]
+    # each global step took one push of each worker: both ran every step, in lockstep
+    assert [(d["local"], d["global_step"]) for d in done] == [(201, 201), (201, 201)]
+    steps = [[e["step"] for e in c.events(f"worker{i}") if e["event"] == "step"] for i in (0, 1)]
+    assert steps[0] == steps[1] == [49, 99, 149, 199]
+    assert done[0]["accuracy"] == done[1]["accuracy"]
+    assert abs(done[0]["accuracy"] - _one_process_accuracy(mnist_dir, 200)) <= 0.01
+
+
+SYNC_SGD = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+ps, w0, w1, job, task = sys.argv[1:6]
+cluster = tf.train.ClusterSpec({"ps": [ps], "worker": [w0, w1]})
+server = tf.train.Server(cluster, job_name=job, task_index=int(task))
+if job == "ps":
+    server.join()
+rng = np.random.RandomState(3)
+X, Y = rng.randn(2, 8, 5).astype(np.float32), rng.randint(0, 3, (2, 8))
+with tf.device(tf.train.replica_device_setter(cluster=cluster, worker_device="/job:worker/task:" + task)):
+    step = tf.train.get_or_create_global_step()
+    w = tf.Variable(np.full((5, 3), 0.1, np.float32), name="w")
+    x, y = tf.placeholder(tf.float32, [None, 5]), tf.placeholder(tf.int64, [None])
+    loss = tf.losses.sparse_softmax_cross_entropy(y, tf.matmul(x, w))
+    opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.5), 2, 2)
+    train = opt.minimize(loss, global_step=step)
+hook = opt.make_session_run_hook(task == "0")
+with tf.train.MonitoredTrainingSession(master=server.target, is_chief=task == "0", hooks=[hook]) as sess:
+    for _ in range(6):
+        sess.run(train, {x: X[int(task)], y: Y[int(task)]})
+    print(json.dumps({"w": sess.run(w).tolist(), "step": int(sess.run(step))}), flush=True)
+"""
+
+
+def test_a_sync_step_applies_the_mean_gradient(tmp_path):
+    """Two workers, each always on its own batch: six synchronous steps of SGD are six steps on
+    the mean of the two batches' gradients (NumPy); the chief and the other see one model."""
+    (tmp_path / "sync_sgd.py").write_text(SYNC_SGD)
+    addresses = [f"localhost:{p}" for p in _ports(3)]
+    env = {**os.environ, "PYGRAD_CLUSTER_DIR": str(tmp_path / "cluster")}
+    procs = [subprocess.Popen([sys.executable, "-m", "pygrad", "sync_sgd.py", *addresses, job, task], cwd=tmp_path,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for job, task in (("ps", "0"), ("worker", "0"), ("worker", "1"))]
+    try:
+        outs = [p.communicate(timeout=240) for p in procs[1:]]
+    finally:
+        for p in procs:
+            p.kill()
+            p.communicate()
+    got = [json.loads(out.strip().splitlines()[-1]) for out, err in outs]
+    rng = np.random.RandomState(3)
+    X, Y = rng.randn(2, 8, 5).astype(np.float32), rng.randint(0, 3, (2, 8))
+    w = np.full((5, 3), 0.1)
+    for _ in range(6):
+        grads = []
+        for i in (0, 1):
+            z = X[i] @ w
+            p = np.exp(z - z.max(1, keepdims=True))
+            p /= p.sum(1, keepdims=True)
+            grads.append(X[i].T @ (p - np.eye(3)[Y[i]]) / 8)
+        w = w - 0.5 * (grads[0] + grads[1]) / 2
+    for g in got:
+        assert g["step"] == 6
+        np.testing.assert_allclose(g["w"], w, rtol=1e-5, atol=1e-6)
+
+
+def test_sync_replicas_in_one_process():
+    """replicas_to_aggregate=1 in one process trains as the wrapped optimizer; 2 cannot run here."""
+    x = tf.constant([[1.0, 2.0]])
+    w = tf.Variable([[0.5], [-0.5]])
+    step = tf.train.get_or_create_global_step()
+    loss = tf.reduce_sum(tf.matmul(x, w) ** 2)
+    one = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 1)
+    train = one.minimize(loss, global_step=step)
+    two = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 2).minimize(loss, global_step=step)
+    with tf.Session() as sess:
+        sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+        sess.run(one.chief_init_op)
+        sess.run(train)
+        np.testing.assert_allclose(sess.run(w), [[0.5 - 0.1 * 2 * -0.5 * 1], [-0.5 - 0.1 * 2 * -0.5 * 2]], rtol=1e-6)
+        assert sess.run(step) == 1 and sess.run(one._local_step) == 1
+        with pytest.raises(tf.errors.InvalidArgumentError, match="replicas_to_aggregate=2 needs the variables on a "
+                                                                 "ps task of another process"):
+            sess.run(two)

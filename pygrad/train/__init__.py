@@ -74,6 +74,7 @@ from pygrad.train.device_setter import replica_device_setter  # noqa: E402
 from pygrad.train.server_lib import ClusterSpec, Server  # noqa: E402
 from pygrad.train.session_manager import SessionManager  # noqa: E402
 from pygrad.train.supervisor import Supervisor  # noqa: E402
+from pygrad.train.sync_replicas import SyncReplicasOptimizer  # noqa: E402
 from pygrad.train.coordinator import LooperThread  # noqa: E402
 from pygrad.train.monitored_session import WorkerSessionCreator  # noqa: E402
 

@@ -67,6 +67,7 @@ class TaskService:
         self._sess = Session(graph=self._graph)
         self._vars = {}  # name -> Variable
         self._batches = {}  # signature -> (placeholders, targets, outputs)
+        self._sync = {}  # global step's name -> the sums of the current step (SyncReplicasOptimizer)
 
     def _variable(self, name, dtype, shape):
         v = self._vars.get(name)
@@ -85,7 +86,7 @@ class TaskService:
                                                           f"{list(shape)}")
         return v
 
-    def read(self, names):
+    async def read(self, names):
         """{name: value} of the named variables that are initialized (the others are left out)."""
         out = {}
         for name in names:
@@ -97,17 +98,73 @@ class TaskService:
                     pass
         return out
 
-    def run(self, signature, values):
+    async def run(self, signature, values):
         """Runs a batch of ops on this task's variables: signature is ((type, attrs, inputs,
         controls, n_out), ...), an input ("var", name, dtype, shape), ("value", i) or ("out", j, k)
         (output k of the batch's op j), controls the earlier ops of the batch it waits for;
-        values the fed arrays. Returns the outputs of every op, as arrays."""
+        values the fed arrays. Returns the outputs of every op, as arrays. A batch of a
+        SyncReplicasOptimizer's train op waits for its step (_run_sync)."""
+        accumulates = [j for j, op in enumerate(signature) if op[0] == "SyncReplicasAccumulate"]
+        if accumulates:
+            return await self._run_sync(signature, values, accumulates)
+        return self._run_batch(signature, values)
+
+    def _run_batch(self, signature, values):
         batch = self._batches.get(signature)
         if batch is None:
             batch = self._batches[signature] = self._build(signature, values)
         placeholders, targets, outputs = batch
-        got = self._sess.run([targets, outputs], dict(zip(placeholders, values)))
+        got = self._sess.run([targets, outputs], {p: v for p, v in zip(placeholders, values) if p is not None})
         return got[1]
+
+    async def _run_sync(self, signature, values, accumulates):
+        """A SyncReplicasOptimizer's step (train/sync_replicas.py): the gradients of a push against the current global step are added
+        to the step's sums; the push that makes replicas_to_aggregate of them runs the rest of the
+        batch (the wrapped optimizer's update, the global step's increment) on their means and
+        wakes the others; a push against an older step changes nothing. Every push returns the
+        global step after its step (the token)."""
+        (token,) = [j for j, op in enumerate(signature) if op[0] == "SyncReplicasToken"]
+        global_step = self._variable(*signature[token][2][0][1:])
+        step = int(self._sess.run(global_step))
+        first = signature[accumulates[0]]
+        local_step = int(np.asarray(values[first[2][2][1]]))
+        replicas = dict(first[1])["replicas"]
+        state = self._sync.get(global_step.op.name)
+        if state is None or state["step"] != step:
+            state = self._sync[global_step.op.name] = {"step": step, "sums": None, "count": 0,
+                                                       "done": asyncio.Event()}
+        grads = [np.asarray(values[signature[j][2][1][1]]) for j in accumulates]
+        if local_step < step:  # stale: dropped, as TF's accumulators drop it
+            return self._outputs(signature, grads, accumulates, token, step)
+        state["sums"] = grads if state["sums"] is None else [a + b for a, b in zip(state["sums"], grads)]
+        state["count"] += 1
+        if state["count"] < replicas:
+            await state["done"].wait()
+            return self._outputs(signature, grads, accumulates, token, int(self._sess.run(global_step)))
+        means = [(s / state["count"]).astype(s.dtype) for s in state["sums"]]
+        rest, rest_values, where = _without(signature, accumulates + [token], values, dict(zip(accumulates, means)))
+        done = self._run_batch(rest, rest_values)
+        new_step = int(self._sess.run(global_step))
+        state["done"].set()
+        outputs = self._outputs(signature, means, accumulates, token, new_step)
+        for j, k in where.items():
+            outputs[j] = done[k]
+        return outputs
+
+    def _outputs(self, signature, grads, accumulates, token, step):
+        """Every op's outputs for a push that did not run the update: an accumulate's gradient,
+        the token, and the current value of what the others write."""
+        out = []
+        for j, (type_name, attrs, inputs, controls, n_out) in enumerate(signature):
+            if j in accumulates:
+                out.append([grads[accumulates.index(j)]])
+            elif j == token:
+                dtype = inputs[0][2]
+                out.append([np.asarray(step, dtype)])
+            else:
+                var = self._variable(*inputs[0][1:])
+                out.append([self._sess.run(var)] * n_out)
+        return out
 
     def _build(self, signature, values):
         from pygrad.dtypes import as_dtype
@@ -138,6 +195,31 @@ class TaskService:
                 built.append(op)
                 outputs.append(list(op.outputs[:n_out]))
         return placeholders, built, outputs
+
+
+def _without(signature, dropped, values, replaced):
+    """The batch without the ops `dropped`, an input ("out", j, 0) of a replaced op j becoming a
+    fed value; (batch, its values, {op index in signature: op index in the batch})."""
+    where = {j: len([i for i in range(j) if i not in dropped]) for j in range(len(signature)) if j not in dropped}
+    values = list(values)
+    fed = {}
+    ops = []
+    for j, (type_name, attrs, inputs, controls, n_out) in enumerate(signature):
+        if j in dropped:
+            continue
+        ins = []
+        for kind, *at in inputs:
+            if kind == "out" and at[0] in replaced:
+                if at[0] not in fed:
+                    fed[at[0]] = len(values)
+                    values.append(replaced[at[0]])
+                ins.append(("value", fed[at[0]]))
+            elif kind == "out":
+                ins.append(("out", where[at[0]], at[1]))
+            else:
+                ins.append((kind, *at))
+        ops.append((type_name, attrs, tuple(ins), tuple(where[c] for c in controls if c in where), n_out))
+    return tuple(ops), values, where
 
 
 class _Loop:
