@@ -276,6 +276,14 @@ def network(lib, init):
     return tf1_network(lib.module, init, lib.session_kwargs)
 
 
+@contextlib.contextmanager
+def training_step(lib, batches, args):
+    """What the memory table measures: library lib's network built from --seed's values, yielding
+    step(i), one training step (keep_prob 0.5) on batch i."""
+    with network(lib, initial_values(args.seed)) as (train, _):
+        yield lambda i: train(*batches[i % len(batches)], KEEP_PROB_TRAIN)
+
+
 def onednn_probe(libs, name, data_dir, batch_sizes, seed=0):
     """What --onednn-probe runs: library `name`'s network, for each batch size, trains one step and
     infers one batch (its oneDNN primitives print their verbose lines on stdout)."""
@@ -306,9 +314,13 @@ def main():
                    help="training steps with keep_prob 1.0 compared across libraries (0: none)")
     p.add_argument("--seed", type=int, default=0, help="NumPy seed of the initial weights")
     common.add_onednn_probe_option(p)
+    common.add_memory_options(p)
     p.add_argument("--per-step", action="store_true",
                    help="only time each op of pygrad's training step from traced runs (--steps of them)")
-    args, libs, batches = common.start(p, BATCH)
+    started = common.start_with_memory(p, BATCH, "convnet_train_step", training_step)
+    if started is None:
+        return
+    args, libs, batches = started
     import numpy as np
 
     if args.per_step:
@@ -352,6 +364,8 @@ def main():
     results.print_table()
     if check:
         common.print_loss_check(check, "keep_prob 1.0, ")
+    if args.memory_steps > 0:
+        common.memory_table([lib.name for lib in libs], args, "convnet_train_step")
 
 
 if __name__ == "__main__":

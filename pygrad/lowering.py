@@ -35,14 +35,22 @@ class CompiledRun:
     native plan's address, feed count, and each fetch's NumPy dtype and shape (what a caller of
     _C.run_api binds and allocates; num_scalars of the fetches are 0-d); the op behind each step
     and the largest temporary buffer (to name them in errors); for a traced run, the ops each step
-    also computes (step_fused: Step.fused) and the concrete Spec of every tensor (specs). `fast` is what compile_run's `fast`
-    factory made of it when it was built (the compiled Session.run path's record), None for a run
-    with values held in Python (`host`) or without a factory."""
+    also computes (step_fused: Step.fused) and the concrete Spec of every tensor (specs). `fast`
+    is what compile_run's `fast` factory made of it when it was built (the compiled Session.run
+    path's record), None for a run with values held in Python (`host`) or without a factory.
+
+    The plan's memory: temp_bytes is the sum of its temporary buffers after assign_buffers shared
+    them (what a run's arena holds, before the native plan rounds each buffer up to its alignment:
+    plan.arena_bytes), temp_bytes_before_reuse the sum over every logical temporary the steps use,
+    as if none shared memory. Neither counts feeds, constants, variables, a loop's stacks (the
+    values a while_loop's gradient saves, pushed per iteration) or a kernel's own scratch."""
 
     __slots__ = ("plan", "consts", "owned_bytes", "fetch_index", "address", "num_feeds", "fetch_dtypes",
-                 "fetch_shapes", "num_scalars", "step_ops", "step_fused", "specs", "largest_temp", "host", "fast")
+                 "fetch_shapes", "num_scalars", "step_ops", "step_fused", "specs", "largest_temp", "host", "fast",
+                 "temp_bytes", "temp_bytes_before_reuse")
 
-    def __init__(self, plan, consts, fetch_index, steps, tensor_specs, largest_temp, host, fast=None):
+    def __init__(self, plan, consts, fetch_index, steps, tensor_specs, largest_temp, host, fast=None,
+                 temp_bytes=0, temp_bytes_before_reuse=0):
         self.plan, self.consts, self.fetch_index = plan, consts, fetch_index
         self.address, self.num_feeds = plan.address, plan.num_feeds
         specs = plan.fetch_specs
@@ -54,6 +62,7 @@ class CompiledRun:
         self.host = host if host.needed else None  # None: all native
         # The graph's constants are read-only arrays the plans share; the others are its own.
         self.owned_bytes = sum(c.nbytes for c in consts if c.flags.writeable)
+        self.temp_bytes, self.temp_bytes_before_reuse = temp_bytes, temp_bytes_before_reuse
         self.fast = fast(self) if fast is not None and self.host is None else None
 
 
@@ -90,7 +99,8 @@ def compile_run(elements, feed_tensors, feed_shapes, store, fast=None):
     if total > MEMORY_BYTES:
         raise MemoryError(out_of_memory(total, largest))
     plan, consts = emit(plan_buffers, where, program.steps, fetches, store)
-    return CompiledRun(plan, consts, fetch_index, program.steps, program.specs, largest, host, fast)
+    logical = sum(b.nbytes for b in where if b.kind == TEMP_BUFFER)
+    return CompiledRun(plan, consts, fetch_index, program.steps, program.specs, largest, host, fast, total, logical)
 
 
 def out_of_memory(total, largest):
