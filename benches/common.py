@@ -585,9 +585,9 @@ def memory_probe(args, batch, training_step):
 def memory_table(names, args, case):
     """Runs this script again once per library of `names`, each child with --memory-probe LIBRARY
     (``memory_probe``) and the environment this process had before it imported any library, and
-    prints the table: resident MiB after import and build, the peak over the warm-up and timed
-    steps, the peak over the timed steps alone, and the step's own memory (peak - built); then
-    pygrad's plan of the training step. `case` names the step measured."""
+    prints the table: resident MiB after import and build, the peak over the warm-up and the
+    steps, the step's own memory (peak - built) and the peak over the steps after the warm-up;
+    then pygrad's plan of the training step. `case` names the step measured."""
     import json
     rows, notes = [], []
     for name in names:
@@ -609,16 +609,17 @@ def memory_table(names, args, case):
 
     print(f"\npeak resident memory of {case}, each library alone in a child process (cpu: {cpu_model()}; "
           f"threads={args.threads} warmup={args.warmup} steps={args.memory_steps}; MiB, /proc/self/status)")
-    print(f"{'library':<12}{'built':>10}{'peak':>10}{'steady':>10}{'step':>10}{'steady step':>13}")
+    print(f"{'library':<12}{'built':>10}{'peak':>10}{'step':>10}{'steady':>10}")
     for row in rows:
         peak = max(row["warmup"], row["steady"])
         mark = "" if row["reset"] else "  (peak since the process started: VmHWM could not be reset)"
         if row["imported"] != [row["library"]]:
             mark += f"  (the child imported {', '.join(row['imported'])})"
-        print(f"{row['library']:<12}{mib(row['built']):>10.1f}{mib(peak):>10.1f}{mib(row['steady']):>10.1f}"
-              f"{mib(peak - row['built']):>10.1f}{mib(row['steady'] - row['built']):>13.1f}{mark}")
-    print("built: resident after import, build and initialization; peak: the most resident over the warm-up "
-          "and the steps; steady: over the steps after the warm-up; step: peak - built")
+        print(f"{row['library']:<12}{mib(row['built']):>10.1f}{mib(peak):>10.1f}{mib(peak - row['built']):>10.1f}"
+              f"{mib(row['steady']):>10.1f}{mark}")
+    print("built: resident after import, build and initialization, before the first step; peak: the most "
+          "resident over the warm-up and the steps; step: peak - built; steady: the peak over the steps after "
+          "the warm-up")
     for row in rows:
         for plan in row.get("plans", ()):
             print(f"pygrad plan of {case} ({plan['steps']} steps): temporaries "
