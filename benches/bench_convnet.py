@@ -58,10 +58,17 @@ gradient of its input, except conv1's input gradient (the fed images need none):
                = 82,049,024 per training example, 27,767,808 per inferred one.
 Bias additions, relu, pooling, dropout, softmax and Adam are not counted.
 
+Memory: after the timing tables, each library's resident memory around convnet_train_step, measured
+in a child process of its own that imports only that library (common.memory_table): the resident
+MiB before the first step, the peak over --warmup and --memory-steps steps, their difference, and
+for pygrad the temporaries of the step's plan before and after buffer sharing. --memory-only prints
+that table alone; --memory-steps 0 leaves it out.
+
 Run:
   python benches/bench_convnet.py --data-dir DIR [--steps 100] [--inference-steps 200]
                                   [--warmup 5] [--repeats 3] [--threads 1]
                                   [--peers tensorflow,torch,jax] [--check-steps 5]
+                                  [--memory-steps 10] [--memory-only]
 DIR holds the four MNIST IDX .gz files (train-images-idx3-ubyte.gz, ...); it defaults to
 $PYGRAD_MNIST_DIR. ``--peers none`` runs pygrad alone.
 """

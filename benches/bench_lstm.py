@@ -35,9 +35,16 @@ Threads: every library gets --threads threads, set as benches/common.py describe
 names the CPU and the BLAS each library loaded. A peer that cannot be imported is skipped with a
 message.
 
+Memory: after the timing tables, each library's resident memory around lstm_train_step, measured in
+a child process of its own that imports only that library (common.memory_table): the resident MiB
+before the first step, the peak over --warmup and --memory-steps steps, their difference, and for
+pygrad the temporaries of the step's plan before and after buffer sharing. --memory-only prints
+that table alone; --memory-steps 0 leaves it out.
+
 Run:
   python benches/bench_lstm.py --data-dir DIR [--steps 50] [--warmup 5] [--repeats 3]
                                [--threads 1] [--peers tensorflow,torch,jax] [--check-steps 5]
+                               [--memory-steps 10] [--memory-only]
 DIR holds the four MNIST IDX .gz files (train-images-idx3-ubyte.gz, ...); it defaults to
 $PYGRAD_MNIST_DIR. ``--peers none`` runs pygrad alone.
 """
