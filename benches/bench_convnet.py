@@ -58,10 +58,17 @@ gradient of its input, except conv1's input gradient (the fed images need none):
                = 82,049,024 per training example, 27,767,808 per inferred one.
 Bias additions, relu, pooling, dropout, softmax and Adam are not counted.
 
+Memory: after the timing tables, each library's resident memory around convnet_train_step, measured
+in a child process of its own that imports only that library (common.memory_table): the resident
+MiB before the first step, the peak over --warmup and --memory-steps steps, their difference, and
+for pygrad the temporaries of the step's plan before and after buffer sharing. --memory-only prints
+that table alone; --memory-steps 0 leaves it out.
+
 Run:
   python benches/bench_convnet.py --data-dir DIR [--steps 100] [--inference-steps 200]
                                   [--warmup 5] [--repeats 3] [--threads 1]
                                   [--peers tensorflow,torch,jax] [--check-steps 5]
+                                  [--memory-steps 10] [--memory-only]
 DIR holds the four MNIST IDX .gz files (train-images-idx3-ubyte.gz, ...); it defaults to
 $PYGRAD_MNIST_DIR. ``--peers none`` runs pygrad alone.
 """
@@ -276,6 +283,14 @@ def network(lib, init):
     return tf1_network(lib.module, init, lib.session_kwargs)
 
 
+@contextlib.contextmanager
+def training_step(lib, batches, args):
+    """What the memory table measures: library lib's network built from --seed's values, yielding
+    step(i), one training step (keep_prob 0.5) on batch i."""
+    with network(lib, initial_values(args.seed)) as (train, _):
+        yield lambda i: train(*batches[i % len(batches)], KEEP_PROB_TRAIN)
+
+
 def onednn_probe(libs, name, data_dir, batch_sizes, seed=0):
     """What --onednn-probe runs: library `name`'s network, for each batch size, trains one step and
     infers one batch (its oneDNN primitives print their verbose lines on stdout)."""
@@ -306,9 +321,13 @@ def main():
                    help="training steps with keep_prob 1.0 compared across libraries (0: none)")
     p.add_argument("--seed", type=int, default=0, help="NumPy seed of the initial weights")
     common.add_onednn_probe_option(p)
+    common.add_memory_options(p)
     p.add_argument("--per-step", action="store_true",
                    help="only time each op of pygrad's training step from traced runs (--steps of them)")
-    args, libs, batches = common.start(p, BATCH)
+    started = common.start_with_memory(p, BATCH, "convnet_train_step", training_step)
+    if started is None:
+        return
+    args, libs, batches = started
     import numpy as np
 
     if args.per_step:
@@ -352,6 +371,8 @@ def main():
     results.print_table()
     if check:
         common.print_loss_check(check, "keep_prob 1.0, ")
+    if args.memory_steps > 0:
+        common.memory_table([lib.name for lib in libs], args, "convnet_train_step")
 
 
 if __name__ == "__main__":

@@ -35,9 +35,16 @@ Threads: every library gets --threads threads, set as benches/common.py describe
 names the CPU and the BLAS each library loaded. A peer that cannot be imported is skipped with a
 message.
 
+Memory: after the timing tables, each library's resident memory around lstm_train_step, measured in
+a child process of its own that imports only that library (common.memory_table): the resident MiB
+before the first step, the peak over --warmup and --memory-steps steps, their difference, and for
+pygrad the temporaries of the step's plan before and after buffer sharing. --memory-only prints
+that table alone; --memory-steps 0 leaves it out.
+
 Run:
   python benches/bench_lstm.py --data-dir DIR [--steps 50] [--warmup 5] [--repeats 3]
                                [--threads 1] [--peers tensorflow,torch,jax] [--check-steps 5]
+                               [--memory-steps 10] [--memory-only]
 DIR holds the four MNIST IDX .gz files (train-images-idx3-ubyte.gz, ...); it defaults to
 $PYGRAD_MNIST_DIR. ``--peers none`` runs pygrad alone.
 """
@@ -194,6 +201,14 @@ def network(lib, init):
     return tf1_network(lib.module, init, lib.session_kwargs)
 
 
+@contextlib.contextmanager
+def training_step(lib, batches, args):
+    """What the memory table measures: library lib's network built from --seed's values, yielding
+    step(i), one training step on batch i."""
+    with network(lib, initial_values(args.seed)) as train:
+        yield lambda i: train(*batches[i % len(batches)])
+
+
 def main():
     # TensorFlow 2.16 on keeps its TF1 RNN cells in the tf_keras package, which this selects.
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
@@ -203,7 +218,11 @@ def main():
     p.add_argument("--check-steps", type=int, default=5,
                    help="training steps whose losses are compared across libraries (0: none)")
     p.add_argument("--seed", type=int, default=0, help="NumPy seed of the initial weights")
-    args, libs, batches = common.start(p, BATCH)
+    common.add_memory_options(p)
+    started = common.start_with_memory(p, BATCH, "lstm_train_step", training_step)
+    if started is None:
+        return
+    args, libs, batches = started
     import numpy as np
 
     print(f"cpu: {common.cpu_model()}")
@@ -229,6 +248,8 @@ def main():
     results.print_table()
     if check:
         common.print_loss_check(check)
+    if args.memory_steps > 0:
+        common.memory_table([lib.name for lib in libs], args, "lstm_train_step")
 
 
 if __name__ == "__main__":

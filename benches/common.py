@@ -482,3 +482,166 @@ def per_step_report(tf, sess, fetches, feed_of, steps, title, top=12):
         print(f"  {us:9.1f}  {label}")
     rest = sum(us for us, _ in rows[top:])
     print(f"  {rest:9.1f}  the other {max(0, len(rows) - top)} steps; all steps {sum(us for us, _ in rows):.1f}")
+
+
+# --------------------------------------------------------------------------- peak resident memory
+
+_ENVIRON_AT_START = dict(os.environ)  # before any library is imported: what a memory probe's child gets
+
+MEMORY_PREFIX = "memory-probe: "
+
+_MODULES = {"pygrad": ("pygrad",), "tensorflow": ("tensorflow", "tf_keras"), "torch": ("torch",),
+            "jax": ("jax", "jaxlib")}
+"""The top-level modules of each library; a memory probe's child blocks the other libraries'."""
+
+
+def add_memory_options(parser, default_steps=10):
+    """--memory-steps, --memory-only and --memory-probe LIBRARY (what ``memory_table`` runs in its
+    child processes; the script must hand it to ``memory_probe`` before ``start``)."""
+    parser.add_argument("--memory-steps", type=int, default=default_steps,
+                        help="training steps after --warmup in each library's memory probe "
+                             "(0: no memory table; default: %(default)s)")
+    parser.add_argument("--memory-only", action="store_true", help="print the memory table only (no timing)")
+    parser.add_argument("--memory-probe", choices=("pygrad", *PEERS), metavar="LIBRARY",
+                        help="measure LIBRARY's training step alone and print the result (used by the "
+                             "memory table, in a child process of its own)")
+
+
+def _status_kib(field):
+    """A field of /proc/self/status in KiB (VmRSS: resident now, VmHWM: the peak), else None; VmHWM
+    falls back to getrusage's ru_maxrss (the peak since the process started)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    if field == "VmHWM":
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return None
+
+
+def _reset_peak():
+    """Resets the process's VmHWM to its resident size now (Linux 4.0 on: '5' written to
+    /proc/self/clear_refs); False where that cannot be done (the peak then counts from the start)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def memory_probe(args, batch, training_step):
+    """What --memory-probe LIBRARY runs, in a child process of its own: the thread environment is
+    set, the batches read (and the full data set dropped) before anything else, then only LIBRARY
+    is imported (the other libraries' modules are blocked: an optional import of one fails) and
+    training_step(lib, batches), a context manager that builds the network and yields step(i)
+    (one training step on batch i), is entered. The resident size then is the `built` one; the
+    peak (VmHWM) is reset to it, --warmup steps run and the peak is read (`warmup`), reset again,
+    --memory-steps steps run and the peak is read (`steady`). For pygrad the plans the steps added
+    to the default session's plan cache report their temporaries (CompiledRun.temp_bytes,
+    temp_bytes_before_reuse, plan.arena_bytes), and the session's arenas kept between runs are
+    read. Prints one line, MEMORY_PREFIX and the results as JSON, on stdout."""
+    import gc
+    import json
+    set_thread_environment(args.threads)
+    count = args.warmup + args.memory_steps
+    batches = make_batches(*load_mnist_train(args.data_dir), batch, count=count)
+    load_mnist_train.cache_clear()
+    gc.collect()
+    name = args.memory_probe
+    for other, modules in _MODULES.items():  # TensorFlow imports JAX when it can (for TF Lite)
+        if other != name:
+            for module in modules:
+                sys.modules.setdefault(module, None)  # (an import of it raises ImportError)
+    lib = _LOADERS[name](args.threads)
+    out = {"library": name}
+    with training_step(lib, batches) as step:
+        session = lib.module.get_default_session() if name == "pygrad" else None
+        known = {id(c) for c in session.plans.values()} if session is not None else set()
+        out["built"] = _status_kib("VmRSS")
+        out["reset"] = _reset_peak()
+        for i in range(args.warmup):
+            step(i)
+        out["warmup"] = _status_kib("VmHWM")
+        _reset_peak()
+        for i in range(args.warmup, count):
+            step(i)
+        out["steady"] = _status_kib("VmHWM")
+        out["end"] = _status_kib("VmRSS")
+        out["imported"] = [m for m in ("pygrad", *PEERS) if sys.modules.get(m) is not None]
+        if session is not None:
+            out["plans"] = [{"steps": len(c.step_ops), "temp_bytes": c.temp_bytes,
+                             "temp_bytes_before_reuse": c.temp_bytes_before_reuse,
+                             "arena_bytes": c.plan.arena_bytes}
+                            for c in session.plans.values() if id(c) not in known]
+            out["arenas_kept"] = session._store.arenas.free_bytes
+    print(MEMORY_PREFIX + json.dumps(out), flush=True)
+
+
+def memory_table(names, args, case):
+    """Runs this script again once per library of `names`, each child with --memory-probe LIBRARY
+    (``memory_probe``) and the environment this process had before it imported any library, and
+    prints the table: resident MiB after import and build, the peak over the warm-up and the
+    steps, the step's own memory (peak - built) and the peak over the steps after the warm-up;
+    then pygrad's plan of the training step. `case` names the step measured."""
+    import json
+    rows, notes = [], []
+    for name in names:
+        cmd = [sys.executable, sys.argv[0], *sys.argv[1:], "--memory-probe", name]
+        try:
+            r = subprocess.run(cmd, env=_ENVIRON_AT_START, capture_output=True, text=True, timeout=1800)
+        except subprocess.TimeoutExpired:
+            notes.append(f"{name}: the memory probe did not finish in 1800 s")
+            continue
+        lines = [ln for ln in r.stdout.splitlines() if ln.startswith(MEMORY_PREFIX)]
+        if r.returncode != 0 or not lines:
+            last = (r.stderr.strip().splitlines() or ["(no message)"])[-1]
+            notes.append(f"{name}: the memory probe failed (exit {r.returncode}): {last}")
+            continue
+        rows.append(json.loads(lines[-1][len(MEMORY_PREFIX):]))
+
+    def mib(kib):
+        return kib / 1024
+
+    print(f"\npeak resident memory of {case}, each library alone in a child process (cpu: {cpu_model()}; "
+          f"threads={args.threads} warmup={args.warmup} steps={args.memory_steps}; MiB, /proc/self/status)")
+    print(f"{'library':<12}{'built':>10}{'peak':>10}{'step':>10}{'steady':>10}")
+    for row in rows:
+        peak = max(row["warmup"], row["steady"])
+        mark = "" if row["reset"] else "  (peak since the process started: VmHWM could not be reset)"
+        if row["imported"] != [row["library"]]:
+            mark += f"  (the child imported {', '.join(row['imported'])})"
+        print(f"{row['library']:<12}{mib(row['built']):>10.1f}{mib(peak):>10.1f}{mib(peak - row['built']):>10.1f}"
+              f"{mib(row['steady']):>10.1f}{mark}")
+    print("built: resident after import, build and initialization, before the first step; peak: the most "
+          "resident over the warm-up and the steps; step: peak - built; steady: the peak over the steps after "
+          "the warm-up")
+    for row in rows:
+        for plan in row.get("plans", ()):
+            print(f"pygrad plan of {case} ({plan['steps']} steps): temporaries "
+                  f"{plan['temp_bytes'] / 2**20:.2f} MiB after reuse (arena {plan['arena_bytes'] / 2**20:.2f} MiB), "
+                  f"{plan['temp_bytes_before_reuse'] / 2**20:.2f} MiB before reuse")
+        if "arenas_kept" in row:
+            print(f"pygrad session arenas kept between runs: {row['arenas_kept'] / 2**20:.2f} MiB")
+    for note in notes:
+        print(note)
+
+
+def start_with_memory(parser, batch, case, training_step):
+    """``start``, for a script with the memory options (``add_memory_options``): a child process's
+    --memory-probe runs ``memory_probe`` with training_step(lib, batches, args), --memory-only
+    prints ``memory_table`` of pygrad and the peers; both then return None."""
+    args = parser.parse_args()
+    if args.memory_probe or args.memory_only:
+        if not args.data_dir:
+            parser.error("--data-dir is required (or set PYGRAD_MNIST_DIR)")
+        if args.memory_probe:
+            memory_probe(args, batch, lambda lib, batches: training_step(lib, batches, args))
+        else:
+            memory_table(["pygrad", *parse_peers(parser, args.peers)], args, case)
+        return None
+    return start(parser, batch)

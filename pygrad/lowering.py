@@ -14,6 +14,7 @@ native Plan, in passes that each read and return plain data:
 
 compile_run chains them. Lowering sees the graph and a SessionStore, never the session.
 """
+import bisect
 import heapq
 
 import numpy as np
@@ -35,14 +36,22 @@ class CompiledRun:
     native plan's address, feed count, and each fetch's NumPy dtype and shape (what a caller of
     _C.run_api binds and allocates; num_scalars of the fetches are 0-d); the op behind each step
     and the largest temporary buffer (to name them in errors); for a traced run, the ops each step
-    also computes (step_fused: Step.fused) and the concrete Spec of every tensor (specs). `fast` is what compile_run's `fast`
-    factory made of it when it was built (the compiled Session.run path's record), None for a run
-    with values held in Python (`host`) or without a factory."""
+    also computes (step_fused: Step.fused) and the concrete Spec of every tensor (specs). `fast`
+    is what compile_run's `fast` factory made of it when it was built (the compiled Session.run
+    path's record), None for a run with values held in Python (`host`) or without a factory.
+
+    The plan's memory: temp_bytes is the sum of its temporary buffers after assign_buffers shared
+    them (what a run's arena holds, before the native plan rounds each buffer up to its alignment:
+    plan.arena_bytes), temp_bytes_before_reuse the sum over every logical temporary the steps use,
+    as if none shared memory. Neither counts feeds, constants, variables, a loop's stacks (the
+    values a while_loop's gradient saves, pushed per iteration) or a kernel's own scratch."""
 
     __slots__ = ("plan", "consts", "owned_bytes", "fetch_index", "address", "num_feeds", "fetch_dtypes",
-                 "fetch_shapes", "num_scalars", "step_ops", "step_fused", "specs", "largest_temp", "host", "fast")
+                 "fetch_shapes", "num_scalars", "step_ops", "step_fused", "specs", "largest_temp", "host", "fast",
+                 "temp_bytes", "temp_bytes_before_reuse")
 
-    def __init__(self, plan, consts, fetch_index, steps, tensor_specs, largest_temp, host, fast=None):
+    def __init__(self, plan, consts, fetch_index, steps, tensor_specs, largest_temp, host, fast=None,
+                 temp_bytes=0, temp_bytes_before_reuse=0):
         self.plan, self.consts, self.fetch_index = plan, consts, fetch_index
         self.address, self.num_feeds = plan.address, plan.num_feeds
         specs = plan.fetch_specs
@@ -54,6 +63,7 @@ class CompiledRun:
         self.host = host if host.needed else None  # None: all native
         # The graph's constants are read-only arrays the plans share; the others are its own.
         self.owned_bytes = sum(c.nbytes for c in consts if c.flags.writeable)
+        self.temp_bytes, self.temp_bytes_before_reuse = temp_bytes, temp_bytes_before_reuse
         self.fast = fast(self) if fast is not None and self.host is None else None
 
 
@@ -90,7 +100,8 @@ def compile_run(elements, feed_tensors, feed_shapes, store, fast=None):
     if total > MEMORY_BYTES:
         raise MemoryError(out_of_memory(total, largest))
     plan, consts = emit(plan_buffers, where, program.steps, fetches, store)
-    return CompiledRun(plan, consts, fetch_index, program.steps, program.specs, largest, host, fast)
+    logical = sum(b.nbytes for b in where if b.kind == TEMP_BUFFER)
+    return CompiledRun(plan, consts, fetch_index, program.steps, program.specs, largest, host, fast, total, logical)
 
 
 def out_of_memory(total, largest):
@@ -495,48 +506,51 @@ def _lower_op(ctx, op):
 def assign_buffers(feeds, steps, fetches, loops=()):
     """(the plan's buffers in the order the plan numbers them, as (kind, payload), {logical buffer:
     its plan buffer}). Feeds come first, in feed order; the others follow as steps first use them.
-    A temporary takes the smallest free one that fits, among those whose last step has run (a
-    fetched one is never freed). A buffer a loop's step uses lives until the loop's last step
-    (loops: (first, last) step indices), for the next iteration may read it again."""
-    plan_buffers, where = [], {}
-
-    def place(b):
-        where[b] = len(plan_buffers)
-        plan_buffers.append((b.kind, b.nbytes if b.kind == TEMP_BUFFER else b.payload))
-
-    for b in feeds:
-        place(b)
+    A temporary lives from the first step that uses it to the last; a fetched one to the end, and
+    one a loop's step uses to the loop's last step, for the next iteration may read it again
+    (loops: (first, last) step indices). Temporaries whose lives do not overlap share a plan
+    buffer as large as the largest of them: the largest first, each joins the first shared buffer
+    (the largest first) none of whose temporaries it overlaps, else makes a new one (greedy by
+    size; taking, as steps first use them, the smallest buffer freed that fits left the convnet
+    benchmark's step a fifth more)."""
     end = list(range(len(steps)))
     for first, last in loops:
         for i in range(first, last + 1):
             end[i] = max(end[i], last)
-    last_use = {}
+    first_use, last_use = {}, {}
     for i, st in enumerate(steps):
         for o in st.ins + st.outs:
+            first_use.setdefault(o.buffer, i)
             last_use[o.buffer] = max(last_use.get(o.buffer, 0), end[i])
-    fetched = {o.buffer for o in fetches}
-    ends_at = {}
-    for b, i in last_use.items():
-        if b.kind == TEMP_BUFFER and b not in fetched:
-            ends_at.setdefault(i, []).append(b)
-    free = []  # (capacity, plan buffer) of temporaries no later step needs
-    for i, st in enumerate(steps):
-        for o in st.ins + st.outs:
-            b = o.buffer
-            if b in where:
-                continue
-            fit = min((f for f in free if f[0] >= b.nbytes), default=None) if b.kind == TEMP_BUFFER else None
-            if fit is not None:
-                free.remove(fit)
-                where[b] = fit[1]
-            else:
-                place(b)
-        for b in ends_at.get(i, ()):
-            free.append((plan_buffers[where[b]][1], where[b]))
     for o in fetches:
-        if o.buffer not in where:
-            place(o.buffer)
+        first_use.setdefault(o.buffer, len(steps))
+        last_use[o.buffer] = len(steps)  # never freed
+    shared, slot = [], {}  # shared: [its bytes, the (first, last) lives in it, sorted]
+    for b in sorted((b for b in first_use if b.kind == TEMP_BUFFER), key=lambda b: -b.nbytes):
+        life = (first_use[b], last_use[b])
+        k = next((k for k, (_, lives) in enumerate(shared) if _apart(lives, life)), len(shared))
+        if k == len(shared):
+            shared.append((b.nbytes, []))
+        bisect.insort(shared[k][1], life)
+        slot[b] = k
+    plan_buffers, where, number = [], {}, {}
+    for b in [*feeds, *first_use]:
+        if b in where:
+            continue
+        if b.kind == TEMP_BUFFER and slot[b] in number:
+            where[b] = number[slot[b]]
+            continue
+        where[b] = len(plan_buffers)
+        if b.kind == TEMP_BUFFER:
+            number[slot[b]] = where[b]
+        plan_buffers.append((b.kind, shared[slot[b]][0] if b.kind == TEMP_BUFFER else b.payload))
     return plan_buffers, where
+
+
+def _apart(lives, life):
+    """Whether life (first, last step) overlaps none of lives (sorted, disjoint)."""
+    i = bisect.bisect_left(lives, life)
+    return (i == len(lives) or life[1] < lives[i][0]) and (i == 0 or lives[i - 1][1] < life[0])
 
 
 # ---------------------------------------------------------------- emit

@@ -1,6 +1,7 @@
 """The benchmarks' helpers that can be checked without timing anything: the FLOP counts against hand
 counts, the FMA-peak program (it compiles and measures a positive rate where a C compiler is
-present), the summary of oneDNN's verbose lines, and the batches' contract."""
+present), the summary of oneDNN's verbose lines, the batches' contract, and the peak resident
+memory table (its numbers' consistency, not their size)."""
 import shutil
 import sys
 from pathlib import Path
@@ -152,3 +153,23 @@ def test_per_step_timer_of_the_softmax_step(tmp_path, mnist_dir):
     assert {"MatMul", "gradients/MatMul_grad/MatMul_1", "GradientDescent/update_Variable/ApplyGradientDescent"} <= ops
     total = float(rows[-1][-1])
     assert abs(sum(float(r[0]) for r in rows[:-1]) + float(rows[-1][0]) - total) < 0.2 + 1e-3 * total
+
+
+def test_memory_table_of_the_lstm_step(tmp_path, mnist_dir):
+    """bench_lstm.py --memory-only: pygrad's training step measured in a child process of its own,
+    which imports no other library; the peak is at least the resident size before the first step,
+    and the plan of the step reports its temporaries, fewer after reuse than before."""
+    import re
+    import subprocess
+    out = subprocess.run([sys.executable, str(BENCHES / "bench_lstm.py"), "--memory-only", "--warmup", "1",
+                          "--memory-steps", "2", "--peers", "none", "--data-dir", mnist_dir],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True).stdout
+    assert common.cpu_model() in out
+    rows = [line.split() for line in out.splitlines() if re.match(r"pygrad +\d", line)]
+    assert len(rows) == 1 and len(rows[0]) == 5, out  # no note: VmHWM was reset, no other library imported
+    built, peak, step, steady = map(float, rows[0][1:])
+    assert 0 < built <= steady <= peak and abs(peak - built - step) < 0.11
+    after, arena, before = map(float, re.search(
+        r"plan of lstm_train_step \(\d+ steps\): temporaries ([\d.]+) MiB after reuse \(arena ([\d.]+) MiB\), "
+        r"([\d.]+) MiB before reuse", out).groups())
+    assert 0 < after <= arena < before

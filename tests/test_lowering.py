@@ -6,6 +6,7 @@ import pytest
 import pygrad as tf
 from pygrad import _C, errors
 from pygrad.lowering import assign_buffers, compile_run, infer_shapes, lower, prune, schedule
+from pygrad.plan_cache import PlanCache
 from pygrad.registry import Spec
 from pygrad.shapes import TensorShape
 from pygrad.session_store import SessionStore
@@ -144,3 +145,41 @@ def test_a_failing_step_raises_a_step_error_with_its_index():
         run.plan.run([np.array([7], np.int32)])
     assert run.step_ops[e.value.step].name == "picked"
     assert e.value.step == 1
+
+
+def test_a_plans_temporaries_before_and_after_reuse():
+    """CompiledRun.temp_bytes (the plan's temporaries after sharing) and temp_bytes_before_reuse
+    (every logical temporary), against a hand count on a chain of products of a fed [2, 4] batch
+    with constants: outputs of 64, 32, 128, 16 and 64 bytes (float32 [2, 8], [2, 4], [2, 16],
+    [2, 2], [2, 8]). Output hi lives from step i - 1 to step i (the next product reads it), h5 to
+    the end (it is fetched). Largest first: h3 (steps 2-3) makes a buffer of 128; h1 (0-1) and h5
+    (4-end) join it; h2 (1-2) overlaps h1 and h3 there: a new buffer of 32; h4 (3-4) joins h2's.
+    (As steps first use them, each in the smallest free buffer that holds it, they took 64 + 32 +
+    128: h3 found none.)"""
+    rng = np.random.default_rng(0)
+    x = tf.placeholder(tf.float32, [2, 4], name="x")
+    widths = [4, 8, 4, 16, 2, 8]
+    weights = [rng.standard_normal((a, b)).astype(np.float32) for a, b in zip(widths, widths[1:])]
+    h = x
+    for i, w in enumerate(weights):
+        h = tf.matmul(h, tf.constant(w), name=f"h{i + 1}")
+    xs = rng.standard_normal((2, 4)).astype(np.float32)
+    with tf.Session() as sess:
+        out = sess.run([h], {x: xs})[0]
+        run = sess.plans.get(PlanCache.key((h,), (x,), ((2, 4),)))
+    expected = xs
+    for w in weights:
+        expected = expected @ w
+    np.testing.assert_allclose(out, expected, rtol=1e-5)
+    assert [op.name for op in run.step_ops] == ["h1", "h2", "h3", "h4", "h5"]
+    assert run.temp_bytes_before_reuse == 64 + 32 + 128 + 16 + 64
+    assert run.temp_bytes == 128 + 32
+    assert run.plan.arena_bytes == 128 + 64  # the native plan aligns each buffer to 64 bytes
+
+
+def test_a_plan_without_temporaries_reports_none():
+    v = tf.Variable([1.0, 2.0], name="v")
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        run = sess.plans.get(PlanCache.key((v.initializer,), (), ()))
+    assert run.temp_bytes == run.temp_bytes_before_reuse == run.plan.arena_bytes == 0
