@@ -83,11 +83,11 @@ ROWS = [
         '`export_meta_graph`, `write_graph`), queue-fed input (`QueueRunner`, `Coordinator`, '
         '`start_queue_runners`, the `*_input_producer`s, `batch`, `shuffle_batch`, `batch_join`, '
         "`shuffle_batch_join`, the `maybe_*` ones; SparseTensors batch through them as TF's); "
-        '`ClusterSpec`, `Server` (in one process), `replica_device_setter` (round-robin and greedy), '
-        '`SessionManager`, `Supervisor`, `MonitoredTrainingSession(master=, is_chief=)`, '
-        '`WorkerSessionCreator`',
-        "`SyncReplicasOptimizer`, a `Session` on another process's `Server` (ps variables in other "
-        'processes), `QueueBase.from_list`, `shared_name` across sessions'),
+        '`ClusterSpec`, `Server` (ps tasks serve their variables to workers in other processes), '
+        '`replica_device_setter` (round-robin and greedy), `SyncReplicasOptimizer`, `SessionManager`, '
+        '`Supervisor`, `MonitoredTrainingSession(master=, is_chief=)`, `WorkerSessionCreator`',
+        "`SyncReplicasOptimizer`'s `variable_averages`, `QueueBase.from_list`, `shared_name` across "
+        'sessions'),
     Row(('tf.layers', 'tf.contrib.layers'),
         '`dense`, `conv2d`(`_transpose`), `separable_conv2d`, pooling, `dropout`, `flatten`, '
         "`batch_normalization`, the classes; contrib's (TF-Slim's) `fully_connected`, `conv2d`, "
