@@ -98,8 +98,8 @@ def cluster(tmp_path, mnist_dir):
         c.stop()
 
 
-def _one_process_accuracy(mnist_dir, steps):
-    """The same model, initial values and Adam trained `steps` steps of 100 in this process."""
+def _one_process_accuracy(mnist_dir, steps, batch=100):
+    """The same model, initial values and Adam trained `steps` steps of `batch` in this process."""
     mnist = input_data.read_data_sets(mnist_dir, one_hot=True)
     with tf.Graph().as_default():
         hid_w = tf.Variable(tf.truncated_normal([784, 100], stddev=1.0 / 28, seed=1))
@@ -114,7 +114,7 @@ def _one_process_accuracy(mnist_dir, steps):
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             for _ in range(steps):
-                bx, by = mnist.train.next_batch(100)
+                bx, by = mnist.train.next_batch(batch)
                 sess.run(train, {x: bx, y_: by})
             return float(sess.run(accuracy, {x: mnist.test.images, y_: mnist.test.labels}))
 
@@ -183,7 +183,8 @@ def test_sync_replicas_step_together_and_reach_the_accuracy(cluster, mnist_dir):
     steps = [[e["step"] for e in c.events(f"worker{i}") if e["event"] == "step"] for i in (0, 1)]
     assert steps[0] == steps[1] == [49, 99, 149, 199]
     assert done[0]["accuracy"] == done[1]["accuracy"]
-    assert abs(done[0]["accuracy"] - _one_process_accuracy(mnist_dir, 200)) <= 0.01
+    # a step's mean of two batches of 100 is a step on 200 examples (Adam does not see the loss's scale)
+    assert abs(done[0]["accuracy"] - _one_process_accuracy(mnist_dir, 200, batch=200)) <= 0.01
 
 
 SYNC_SGD = """
@@ -262,3 +263,23 @@ def test_sync_replicas_in_one_process():
         with pytest.raises(tf.errors.InvalidArgumentError, match="replicas_to_aggregate=2 needs the variables on a "
                                                                  "ps task of another process"):
             sess.run(two)
+
+
+def test_a_write_reading_what_an_earlier_write_of_the_run_wrote_is_refused():
+    """A run sends its writes to the ps tasks in one round: an input computed on the worker after
+    a write it waits for, from a variable that write changes, would see the old value; refused."""
+    from pygrad.graph import unwrap
+    from pygrad.train.remote_run import _Signature
+
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:1"], "worker": ["localhost:2"]})
+    with tf.device(tf.train.replica_device_setter(cluster=cluster)):
+        w, n = tf.Variable([1.0, 2.0], name="w"), tf.Variable(0.0, name="n")
+        step = tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(w * w))
+        with tf.control_dependencies([step]):
+            after = tf.assign(n, tf.reduce_sum(w))  # reads w after the step wrote it
+            fine = tf.assign(n, tf.reduce_sum(n.read_value()) + 1.0)  # n: not written by the step
+    with pytest.raises(tf.errors.UnimplementedError, match=r"Assign '.*': input Sum.* is computed on the worker "
+                                                           r"after an op of the run that writes what it reads"):
+        _Signature((after,), (), set())
+    sig = _Signature((unwrap(fine),), (), set())
+    assert [op.type for op in sig.writes] == ["ApplyGradientDescent", "Assign"]

@@ -73,16 +73,18 @@ class _Signature:
                     f"{op.type} writes a variable of /job:ps/task:{ps_task(op.inputs[op.opdef.ref_input].op)} "
                     f"but has attributes that cannot go to another process"))
             inputs = []
-            for t in op.inputs:
-                if t.op in remote:
+            for k, t in enumerate(op.inputs):
+                if k in getattr(op.opdef, "local_only_inputs", ()):  # what only its run in one process reads
+                    inputs.append(("none",))
+                elif t.op in remote:
                     inputs.append(("var", t.op.name, t.dtype.name, tuple(t.shape.as_list())))
                 elif t.op in index:
                     inputs.append(("out", index[t.op], t.op.outputs.index(t)))
                 else:
-                    if t.op in fed_by_write:
+                    if t.op in fed_by_write or _reads_after_write(t, remote, writing):
                         raise errors.UnimplementedError(None, op, op.error(
-                            f"input {t.name} is computed on the worker from the output of an op that writes a ps "
-                            f"variable; pygrad sends a run's writes to the ps tasks in one round"))
+                            f"input {t.name} is computed on the worker after an op of the run that writes what it "
+                            f"reads on a ps task; pygrad sends a run's writes to the ps tasks in one round"))
                     if t not in self.computed:
                         self.computed.append(t)
                     inputs.append(("value", self.computed.index(t)))
@@ -115,6 +117,15 @@ def _consumers(op, needed, controls):
 def _earlier_writes(op, writing):
     """The writing ops op waits for, by control dependencies or data, through any ops."""
     return reachable([op], lambda o: [t.op for t in o.inputs] + list(o.control_inputs)) & writing - {op}
+
+
+def _reads_after_write(t, remote, writing):
+    """Whether computing t (on the worker, before the writes) reads a ps variable that a write it
+    waits for (by a control dependency) writes: it would see the value before that write."""
+    upstream = reachable([t.op], lambda o: [] if o in writing else [i.op for i in o.inputs] + list(o.control_inputs))
+    waits_for = upstream & writing
+    read = {i.op for o in upstream - writing for i in o.inputs if i.op in remote}
+    return bool(read & {w.inputs[w.opdef.ref_input].op for w in waits_for})
 
 
 def _by_task(variable_ops):

@@ -41,8 +41,10 @@ def _(ctx, op, values):
     return [values[1]]
 
 
-# (global step, its value after the update) -> the token: the new global step
+# (global step, its value after the update) -> the token: the new global step. On a ps task the
+# task reads the global step itself, so input 1 is for a run in one process only.
 SyncToken = OpDef("SyncReplicasToken", host=BETWEEN, differentiable=False, ref_input=0, output_is_ref=False)
+SyncToken.local_only_inputs = (1,)
 
 
 @SyncToken.shape
