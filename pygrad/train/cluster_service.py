@@ -118,11 +118,11 @@ class TaskService:
         return got[1]
 
     async def _run_sync(self, signature, values, accumulates):
-        """A SyncReplicasOptimizer's step (train/sync_replicas.py): the gradients of a push against the current global step are added
-        to the step's sums; the push that makes replicas_to_aggregate of them runs the rest of the
-        batch (the wrapped optimizer's update, the global step's increment) on their means and
-        wakes the others; a push against an older step changes nothing. Every push returns the
-        global step after its step (the token)."""
+        """A SyncReplicasOptimizer's step (train/sync_replicas.py): the gradients of a push against
+        the current global step are added to the step's sums; the push that makes
+        replicas_to_aggregate of them runs the rest of the batch (the wrapped optimizer's update,
+        the global step's increment) on their means and wakes the others; a push against an older
+        step changes nothing. Every push returns the global step after its step (the token)."""
         (token,) = [j for j, op in enumerate(signature) if op[0] == "SyncReplicasToken"]
         global_step = self._variable(*signature[token][2][0][1:])
         step = int(self._sess.run(global_step))
