@@ -457,6 +457,9 @@ NOT_EXPORTABLE = {
        for t in ("AddSparseToTensorsMap", "AddManySparseToTensorsMap", "TakeManySparseFromTensorsMap")},
     "IfInPython": "a tf.cond whose branches run Python ops (py_func, ...), which a GraphDef cannot hold",
     "WhileInPython": "a tf.while_loop whose body runs Python ops (py_func, ...), which a GraphDef cannot hold",
+    **{t: "SyncReplicasOptimizer's step on its ps task (train/sync_replicas.py): TF builds it from conditional "
+          "accumulators and a token queue, resources of the session" for t in ("SyncReplicasAccumulate",
+                                                                               "SyncReplicasToken")},
 }
 
 
@@ -491,6 +494,9 @@ def _unexportable_graph():
     tf.train.batch([tf.SparseTensor([[0, 0]], ["x"], [1, 1])], 1, enqueue_many=True)
     tf.cond(x[0] > 0, lambda: tf.py_func(lambda a: a, [x], tf.float32), lambda: x)
     tf.while_loop(lambda i: i < 2, lambda i: tf.reshape(tf.py_func(lambda k: k + 1, [i], tf.int32), []), [0])
+    w = tf.Variable([1.0])
+    tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 1).minimize(
+        tf.reduce_sum(w * x[0]), global_step=tf.train.get_or_create_global_step())
     return iterator.get_next()
 
 
