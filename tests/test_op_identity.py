@@ -17,7 +17,7 @@ NO_TF_COUNTERPART = {
     "BroadcastLike", "ClipByGlobalNorm", "ConcatV2Grad", "DynamicSlice", "DynamicSliceGrad", "GatherV2Grad",
     "LogSoftmaxGrad", "LogicalXor", "LoopVar", "PadGrad", "ProdGrad", "ProdGradGrad", "SegmentGather",
     "SoftmaxGrad", "SparseApplyAdam", "SparseApplyGradientDescent", "SumToShape", "TensorArrayReadGrad",
-    "TopKV2Grad", "TopKV2GradGrad", "IfInPython", "WhileInPython",
+    "TopKV2Grad", "TopKV2GradGrad", "IfInPython", "WhileInPython", "SyncReplicasAccumulate", "SyncReplicasToken",
 }
 MAPPED = sorted(t for t, e in TABLE.items() if e.type is not None)
 

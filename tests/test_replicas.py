@@ -207,6 +207,7 @@ with tf.device(tf.train.replica_device_setter(cluster=cluster, worker_device="/j
     train = opt.minimize(loss, global_step=step)
 hook = opt.make_session_run_hook(task == "0")
 with tf.train.MonitoredTrainingSession(master=server.target, is_chief=task == "0", hooks=[hook]) as sess:
+    print("ready", flush=True)
     for _ in range(6):
         sess.run(train, {x: X[int(task)], y: Y[int(task)]})
     print(json.dumps({"w": sess.run(w).tolist(), "step": int(sess.run(step))}), flush=True)
@@ -219,16 +220,23 @@ def test_a_sync_step_applies_the_mean_gradient(tmp_path):
     (tmp_path / "sync_sgd.py").write_text(SYNC_SGD)
     addresses = [f"localhost:{p}" for p in _ports(3)]
     env = {**os.environ, "PYGRAD_CLUSTER_DIR": str(tmp_path / "cluster")}
-    procs = [subprocess.Popen([sys.executable, "-m", "pygrad", "sync_sgd.py", *addresses, job, task], cwd=tmp_path,
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for job, task in (("ps", "0"), ("worker", "0"), ("worker", "1"))]
+
+    def start(job, task):
+        return subprocess.Popen([sys.executable, "-m", "pygrad", "sync_sgd.py", *addresses, job, task], cwd=tmp_path,
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    procs = [start("ps", "0"), start("worker", "0")]
     try:
+        # the other worker joins once the chief made the model (else its session's first check, as
+        # TF's, comes 30 s later)
+        assert procs[1].stdout.readline() == "ready\n"
+        procs.append(start("worker", "1"))
         outs = [p.communicate(timeout=240) for p in procs[1:]]
     finally:
         for p in procs:
             p.kill()
             p.communicate()
-    got = [json.loads(out.strip().splitlines()[-1]) for out, err in outs]
+    got = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
     rng = np.random.RandomState(3)
     X, Y = rng.randn(2, 8, 5).astype(np.float32), rng.randint(0, 3, (2, 8))
     w = np.full((5, 3), 0.1)
