@@ -141,7 +141,7 @@ class BaseSession:
         self._timeout_ms = int(getattr(config, "operation_timeout_in_ms", 0) or 0)
         self._remote = REMOTE_TARGETS.get(self._target)
         if self._timeout_ms > 0 or self._remote is not None:
-            self.run = self._run_timed
+            self.run = self._run_python
         # Ctrl-C stops a long run between two steps with KeyboardInterrupt, where SIGINT raises it.
         if threading.current_thread() is threading.main_thread() and \
                 signal.getsignal(signal.SIGINT) is signal.default_int_handler:
@@ -196,7 +196,9 @@ class BaseSession:
     else:
         run = _run.run
 
-    def _run_timed(self, fetches, feed_dict=None, options=None, run_metadata=None):
+    def _run_python(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Session.run without the compiled path: a session with a default time limit, or one whose
+        runs go through its cluster (REMOTE_TARGETS)."""
         if self.closed:
             raise RuntimeError("Attempted to use a closed Session.")
         return self.run_general(fetches, feed_dict, options, run_metadata)
