@@ -102,7 +102,8 @@ class TaskService:
         """Runs a batch of ops on this task's variables: signature is ((type, attrs, inputs,
         controls, n_out), ...), an input ("var", name, dtype, shape), ("value", i) or ("out", j, k)
         (output k of the batch's op j), controls the earlier ops of the batch it waits for;
-        values the fed arrays. Returns the outputs of every op, as arrays. A batch of a
+        values the fed arrays; n_out the number of an op's outputs to return. Returns the
+        outputs of every op, as arrays. A batch of a
         SyncReplicasOptimizer's train op waits for its step (_run_sync)."""
         accumulates = [j for j, op in enumerate(signature) if op[0] == "SyncReplicasAccumulate"]
         if accumulates:
@@ -157,7 +158,7 @@ class TaskService:
         out = []
         for j, (type_name, attrs, inputs, controls, n_out) in enumerate(signature):
             if j in accumulates:
-                out.append([grads[accumulates.index(j)]])
+                out.append([grads[accumulates.index(j)]][:n_out])
             elif j == token:
                 dtype = inputs[0][2]
                 out.append([np.asarray(step, dtype)])

@@ -90,7 +90,10 @@ class _Signature:
                     inputs.append(("value", self.computed.index(t)))
             controls = tuple(sorted(index[c] for c in _earlier_writes(op, writing) if index[c] < index[op]))
             task = ps_task(op.inputs[op.opdef.ref_input].op)
-            self.batches.append((task, (op.type, attrs, tuple(inputs), controls, len(op.outputs))))
+            # its outputs come back only when the worker reads them (a fetch, an op that waits for it)
+            wanted = any(t in elements or any(c in needed and c not in writing for c in t.consumers())
+                         for t in op.outputs)
+            self.batches.append((task, (op.type, attrs, tuple(inputs), controls, len(op.outputs) if wanted else 0)))
         self.rewritten = _by_task({op.inputs[op.opdef.ref_input].op for op in self.writes})
         self.first_fetches = tuple(self.first) + tuple(t for t in self.computed if t not in self.first)
 
@@ -171,7 +174,7 @@ class RemoteTarget:
                 values.update(zip(op.outputs, outs))
             if sig.last:
                 fed = dict(zip(feed_tensors, arrays))
-                fed.update((t, values[t]) for op in sig.writes for t in op.outputs)
+                fed.update((t, values[t]) for op in sig.writes for t in op.outputs if t in values)
                 self._pull(session, sig.rewritten)
                 feeds = tuple(fed)
                 last = session._run_elements(sig.last, feeds, [fed[t] for t in feeds], deadline, trace)
@@ -189,7 +192,7 @@ class RemoteTarget:
 
     def _write(self, sig, computed):
         """Sends the writing ops to their tasks, in the graph's order, consecutive ops of one task
-        in one call; the outputs of every op."""
+        in one call; the outputs of every op the worker reads ([] for the others)."""
         outputs, start = [], 0
         while start < len(sig.batches):
             task = sig.batches[start][0]
