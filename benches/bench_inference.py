@@ -53,8 +53,8 @@ expensive ops (common.per_op_report).
 
 Header: the CPU, the libraries' versions, the BLAS libraries loaded, and the oneDNN implementations
 pygrad's and TensorFlow's convolutions ran (the script run again per library with --onednn-probe and
-ONEDNN_VERBOSE=1, which runs each model once at batch 1; common.onednn_description; --no-probe
-skips it).
+ONEDNN_VERBOSE=1, which builds the models with its output silenced, then runs each model once at
+batch 1; common.onednn_description; --no-probe skips it).
 
 Run:
   python benches/bench_inference.py [--models mobilenet_v1,resnet_v1_50,inception_v3]
@@ -64,6 +64,9 @@ Run:
                                     [--image-size N] [--depth-multiplier D] [--no-probe]
 """
 import argparse
+import contextlib
+import ctypes
+import os
 import sys
 import time
 import zlib
@@ -169,12 +172,17 @@ def pygrad_runner(tf, frozen):
     return (lambda images: sess.run(y, {x: images})), sess, x, y
 
 
-def tensorflow_runner(tf1, frozen, session_kwargs):
+def tensorflow_session(tf1, frozen, session_kwargs):
+    """(session, input, output) of the frozen bytes imported into a fresh TensorFlow graph."""
     graph = tf1.Graph()
     with graph.as_default():
         tf1.import_graph_def(tf1.GraphDef.FromString(frozen.data), name="")
     sess = tf1.Session(graph=graph, **session_kwargs)
-    x, y = graph.get_tensor_by_name(frozen.input), graph.get_tensor_by_name(frozen.output)
+    return sess, graph.get_tensor_by_name(frozen.input), graph.get_tensor_by_name(frozen.output)
+
+
+def tensorflow_runner(tf1, frozen, session_kwargs):
+    sess, x, y = tensorflow_session(tf1, frozen, session_kwargs)
     return lambda images: sess.run(y, {x: images})
 
 
@@ -257,6 +265,24 @@ def versions(libs):
     return ", ".join(parts)
 
 
+@contextlib.contextmanager
+def quiet_stdout():
+    """File descriptor 1 sent to /dev/null (what native code prints there too, oneDNN's verbose lines)."""
+    libc = ctypes.CDLL(None)
+    sys.stdout.flush()
+    libc.fflush(None)
+    saved = os.dup(1)
+    with open(os.devnull, "w") as null:
+        os.dup2(null.fileno(), 1)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            libc.fflush(None)
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
 def time_case(run, images, args):
     """Seconds of each timed run (the module's docstring: --warmup, --min-time, --min-steps, --max-steps)."""
     for _ in range(args.warmup):
@@ -269,14 +295,52 @@ def time_case(run, images, args):
     return times
 
 
-def per_step(models, frozen_of, steps, seed):
-    import pygrad as tf
+def onnxruntime_per_op(ort, frozen, threads, opset, images, steps, title):
+    """Prints onnxruntime's time per op type of a run as pygrad's per_op_report does (from its profiler:
+    SessionOptions.enable_profiling, the nodes' kernel times, summed over the `steps` runs that follow
+    a first run, divided by `steps`)."""
+    import json
+    options = ort.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    options.enable_profiling = True
+    sess = ort.InferenceSession(onnx_model(frozen, opset), options, providers=["CPUExecutionProvider"])
+    feed = {sess.get_inputs()[0].name: images}
+    for _ in range(1 + steps):
+        sess.run(None, feed)
+    path = sess.end_profiling()
+    with open(path) as f:
+        events = json.load(f)
+    os.remove(path)
+    by_type = {}
+    first = sorted(e["ts"] for e in events if e.get("cat") == "Session" and e["name"] == "model_run")[1]
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time") and e["ts"] >= first:
+            count, us = by_type.get(e["args"]["op_name"], (0, 0.0))
+            by_type[e["args"]["op_name"]] = (count + 1, us + e["dur"])
+    total = sum(us for _, us in by_type.values()) / steps
+    print(f"\n{title}: µs per run, mean over {steps} profiled runs (onnxruntime's profiler)")
+    print(f"  {'µs':>9}  {'share':>6}  {'nodes':>5}  op type")
+    for op, (count, us) in sorted(by_type.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {us / steps:9.1f}  {100 * us / steps / total:5.1f}%  {count // steps:5d}  {op}")
+    print(f"  {total:9.1f}  all nodes")
+
+
+def per_step(libs, models, frozen_of, args):
+    """--per-step: each library's time per op type of a run of each model at --per-step-batch."""
     for name in models:
         frozen = frozen_of(name)
-        _, sess, x, y = pygrad_runner(tf, frozen)
-        image = random_images(1, frozen.image_size, seed + 2)
-        common.per_op_report(tf, sess, y, lambda i: {x: image}, steps,
-                             f"pygrad, {name} imported, batch 1, {tf.get_num_threads()} thread(s)")
+        images = random_images(args.per_step_batch, frozen.image_size, args.seed + 2)
+        for lib in libs:
+            title = f"{lib.name}, {name} imported, batch {args.per_step_batch}, {args.threads} thread(s)"
+            if lib.name == "onnxruntime":
+                onnxruntime_per_op(lib.module, frozen, args.threads, args.opset, images, args.steps_traced, title)
+                continue
+            if lib.name == "pygrad":
+                _, sess, x, y = pygrad_runner(lib.module, frozen)
+            else:
+                sess, x, y = tensorflow_session(lib.module, frozen, lib.session_kwargs)
+            sess.run(y, {x: images})
+            common.per_op_report(lib.module, sess, y, lambda i: {x: images}, args.steps_traced, title)
 
 
 def main():
@@ -298,8 +362,10 @@ def main():
     p.add_argument("--opset", type=int, default=17, help="the ONNX opset tf2onnx converts to")
     p.add_argument("--tolerance", type=float, default=1e-4,
                    help="largest relative difference of a peer's logits from pygrad's (default: %(default)s)")
-    p.add_argument("--per-step", action="store_true", help="only trace pygrad's batch-1 runs and print each op's time")
-    p.add_argument("--steps-traced", type=int, default=10, help="traced runs per model with --per-step")
+    p.add_argument("--per-step", action="store_true",
+                   help="only trace each library's runs at --per-step-batch and print the time per op type")
+    p.add_argument("--per-step-batch", type=int, default=1, help="the batch --per-step traces (default: 1)")
+    p.add_argument("--steps-traced", type=int, default=10, help="traced runs per model and library with --per-step")
     p.add_argument("--no-probe", action="store_true", help="leave the oneDNN implementations out of the header")
     common.add_onednn_probe_option(p)
     args = p.parse_args()
@@ -322,12 +388,13 @@ def main():
         return frozen[name]
 
     if args.per_step:
-        per_step(models, frozen_of, args.steps_traced, args.seed)
+        per_step(libs, models, frozen_of, args)
         return
     if args.onednn_probe:
         for name in models:
-            run = runners([lib for lib in libs if lib.name == args.onednn_probe], frozen_of(name), args.threads,
-                          args.opset)[args.onednn_probe]
+            with quiet_stdout():  # the building's own convolutions are not the probed library's
+                run = runners([lib for lib in libs if lib.name == args.onednn_probe], frozen_of(name), args.threads,
+                              args.opset)[args.onednn_probe]
             run(random_images(1, frozen_of(name).image_size, args.seed + 2))
         return
     print(f"cpu: {common.cpu_model()}")

@@ -524,7 +524,7 @@ def per_op_report(tf, sess, fetches, feed_of, steps, title, top=12):
     for (types, _), us in medians.items():
         count, sum_us = by_type.get(types, (0, 0.0))
         by_type[types] = (count + 1, sum_us + us)
-    print(f"\n{title}: median µs per run over {steps} traced runs (the plan's per-step timers)")
+    print(f"\n{title}: median µs per run over {steps} traced runs (RunOptions FULL_TRACE step stats)")
     print(f"  {'µs':>9}  {'share':>6}  {'nodes':>5}  op type")
     for types, (count, us) in sorted(by_type.items(), key=lambda kv: -kv[1][1]):
         print(f"  {us:9.1f}  {100 * us / total:5.1f}%  {count:5d}  {types}")
