@@ -33,7 +33,9 @@ and batch 32; every library sees the same arrays.
 Agreement, before any timing: each peer's logits for both batches against pygrad's, as the largest
 absolute difference over the largest absolute logit of pygrad's (the logits' own scale: an element's
 relative difference is meaningless near zero). Above --tolerance (default 1e-4) the script stops
-with the difference. float32 rounding gave about 1e-6 for the three models.
+with the difference. float32 rounding gave 1e-5 (mobilenet_v1), 3e-5 (resnet_v1_50) and 7e-5
+(inception_v3): each library sums the convolutions' products in its own order, and the calibrated
+batch norms carry those differences through the depth at their relative size.
 
 Cases (wall-clock per run, time.perf_counter around ``sess.run(logits, feed)`` /
 ``InferenceSession.run``, the logits returned as a NumPy array): model x batch {1, 32}. For each
@@ -51,7 +53,8 @@ its threads spin while they wait, as by default).
 FULL_TRACE, the plan's per-step timers) over --steps-traced runs: the time per op type and the most
 expensive ops (common.per_op_report).
 
-Header: the CPU, the libraries' versions, the BLAS libraries loaded, and the oneDNN implementations
+The table's header gives the load average (1, 5, 15 minutes) at the start and the end: the machine
+may be shared. Header: the CPU, the libraries' versions, the BLAS libraries loaded, and the oneDNN implementations
 pygrad's and TensorFlow's convolutions ran (the script run again per library with --onednn-probe and
 ONEDNN_VERBOSE=1, which builds the models with its output silenced, then runs each model once at
 batch 1; common.onednn_description; --no-probe skips it).
@@ -402,6 +405,7 @@ def main():
     for line in common.blas_description() + ([] if args.no_probe else common.onednn_description(libs)):
         print(line)
 
+    load_at_start = " ".join(f"{v:.2f}" for v in os.getloadavg())
     results = common.Results()
     differences = {}
     for name in models:
@@ -422,7 +426,8 @@ def main():
         del run
 
     print(f"\nthreads={args.threads} repeats={args.repeats} warmup={args.warmup} min_time={args.min_time} "
-          f"min_steps={args.min_steps} (median over repeats of per-repeat statistics, microseconds)")
+          f"min_steps={args.min_steps} (median over repeats of per-repeat statistics, microseconds); load average "
+          f"{load_at_start} at the start, {' '.join(f'{v:.2f}' for v in os.getloadavg())} at the end")
     results.print_table()
     for name, diff in differences.items():
         print(f"{name}: max |logits - pygrad's| / max |pygrad's| over batches {args.batches}: " +
