@@ -645,3 +645,53 @@ def start_with_memory(parser, batch, case, training_step):
             memory_table(["pygrad", *parse_peers(parser, args.peers)], args, case)
         return None
     return start(parser, batch)
+
+
+# --------------------------------------------------------------------------- per-op cost by op type
+
+def traced_op_times(tf, sess, fetches, feed_of, steps):
+    """{(op types, node name): [microseconds in each of `steps` traced runs]} from pygrad's per-step
+    timers (RunOptions FULL_TRACE; feed_of(i) gives run i's feeds). The op types are the timeline
+    label's, "Type" or "Type+Type2+..." for a fused step (named by its first node); a node that runs
+    more than once in a run (in a loop) has its times added."""
+    per_op = {}
+    for i in range(steps):
+        rm = tf.RunMetadata()
+        sess.run(fetches, feed_dict=feed_of(i), options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                 run_metadata=rm)
+        run = {}
+        for dev in rm.step_stats.dev_stats:
+            for n in dev.node_stats:
+                key = (n.timeline_label.split(" = ", 1)[-1].split("(", 1)[0], n.node_name)
+                run[key] = run.get(key, 0) + (n.all_end_rel_nanos or n.all_end_rel_micros * 1000) / 1000
+        for key, us in run.items():
+            per_op.setdefault(key, []).append(us)
+    return per_op
+
+
+def per_op_report(tf, sess, fetches, feed_of, steps, title, top=12):
+    """Prints, from `steps` traced runs (``traced_op_times``), the median microseconds per run of each
+    op type (a fused step counted under its "Type+Type2" label), with the number of nodes and the share
+    of the run's traced time, then the `top` most expensive nodes; and the median untraced run
+    (`steps` runs) beside the traced steps' sum, the gap being the run's own overhead."""
+    import numpy as np
+    per_op = traced_op_times(tf, sess, fetches, feed_of, steps)
+    untraced = []
+    for i in range(steps):
+        t0 = time.perf_counter()
+        sess.run(fetches, feed_dict=feed_of(i))
+        untraced.append(time.perf_counter() - t0)
+    medians = {key: float(np.median(v)) for key, v in per_op.items()}
+    total = sum(medians.values())
+    by_type = {}
+    for (types, _), us in medians.items():
+        count, sum_us = by_type.get(types, (0, 0.0))
+        by_type[types] = (count + 1, sum_us + us)
+    print(f"\n{title}: median µs per run over {steps} traced runs (RunOptions FULL_TRACE step stats)")
+    print(f"  {'µs':>9}  {'share':>6}  {'nodes':>5}  op type")
+    for types, (count, us) in sorted(by_type.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {us:9.1f}  {100 * us / total:5.1f}%  {count:5d}  {types}")
+    print(f"  {total:9.1f}  all {len(medians)} steps; an untraced run: {np.median(untraced) * 1e6:.1f} µs (median)")
+    print(f"  the {top} most expensive steps:")
+    for us, (types, node) in sorted(((us, key) for key, us in medians.items()), reverse=True)[:top]:
+        print(f"  {us:9.1f}  {types}  {node}")

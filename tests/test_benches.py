@@ -173,3 +173,60 @@ def test_memory_table_of_the_lstm_step(tmp_path, mnist_dir):
         r"plan of lstm_train_step \(\d+ steps\): temporaries ([\d.]+) MiB after reuse \(arena ([\d.]+) MiB\), "
         r"([\d.]+) MiB before reuse", out).groups())
     assert 0 < after <= arena < before
+
+
+def test_inference_bench_frozen_model_agrees_with_tensorflow_and_onnxruntime(tf_peer):
+    """bench_inference.py's check on a small MobileNet v1 (depth multiplier 0.25, 64x64 images): the
+    frozen GraphDef pygrad builds, with TF-Slim's names and no variable left, gives TensorFlow's
+    logits (and ONNX Runtime's, converted by tf2onnx, where both are installed) to 1e-4 of the
+    logits' scale, at batch 1 and 4, on logits that differ from image to image."""
+    import pygrad
+    import bench_inference
+    frozen = bench_inference.build_frozen("mobilenet_v1", image_size=64, depth_multiplier=0.25)
+    graph_def = tf_peer.GraphDef.FromString(frozen.data)
+    ops = {n.name: n.op for n in graph_def.node}
+    assert ops["MobilenetV1/Conv2d_0/weights"] == ops["MobilenetV1/Conv2d_1_depthwise/BatchNorm/moving_mean"] == "Const"
+    assert not {"VariableV2", "VarHandleOp", "Assign"} & set(ops.values())
+    assert frozen.output == "MobilenetV1/Logits/SpatialSqueeze:0"
+    images = [bench_inference.random_images(b, 64, 2) for b in (1, 4)]
+    run = {"pygrad": bench_inference.pygrad_runner(pygrad, frozen)[0],
+           "tensorflow": bench_inference.tensorflow_runner(tf_peer, frozen, {})}
+    try:
+        import onnxruntime
+        import tf2onnx  # noqa: F401
+    except ImportError:
+        onnxruntime = None  # a benchmark reference only: CI does not install it
+    if onnxruntime is not None:
+        run["onnxruntime"] = bench_inference.onnxruntime_runner(onnxruntime, frozen, 1, 17)
+    logits = run["pygrad"](images[1])
+    assert logits.shape == (4, 1000)
+    # the calibrated batch norms keep the image in the logits: they differ between images by a
+    # good part of their scale (0.12 here; 0.04 with the random moving statistics uncalibrated)
+    assert np.std(logits, axis=0).mean() > 0.05 * np.abs(logits).max()
+    differences = bench_inference.agreement(run, images)
+    assert set(differences) == set(run) - {"pygrad"}
+    assert all(d < 1e-4 for d in differences.values()), differences
+    # and the measure itself sees a difference of the logits' scale
+    assert bench_inference.relative_difference(logits * (1 + 1e-3), logits) > 1e-4
+
+
+def test_inference_bench_runs_in_a_tiny_mode(tmp_path):
+    """benches/bench_inference.py end to end on the small MobileNet v1, pygrad alone: the table, and
+    --per-step's per-op-type costs, whose rows add up to the traced run."""
+    import subprocess
+    tiny = ["--models", "mobilenet_v1", "--image-size", "64", "--depth-multiplier", "0.25", "--peers", "none"]
+    out = subprocess.run([sys.executable, str(BENCHES / "bench_inference.py"), *tiny, "--batches", "1,2",
+                          "--repeats", "1", "--warmup", "1", "--min-time", "0", "--min-steps", "2", "--no-probe"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True).stdout
+    rows = [line.split() for line in out.splitlines() if line.startswith("mobilenet_v1 b")]
+    assert [r[:3] for r in rows] == [["mobilenet_v1", "b1", "pygrad"], ["mobilenet_v1", "b2", "pygrad"]], out
+    out = subprocess.run([sys.executable, str(BENCHES / "bench_inference.py"), *tiny, "--per-step",
+                          "--steps-traced", "3"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True).stdout
+    lines = out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.strip().startswith("µs"))
+    end = next(i for i, line in enumerate(lines) if " all " in line and "steps; an untraced run" in line)
+    types = {line.split()[3]: float(line.split()[0]) for line in lines[head + 1:end]}
+    assert {"Conv2D", "DepthwiseConv2dNative", "Relu6"} <= set(types), out
+    total = float(lines[end].split()[0])
+    assert abs(sum(types.values()) - total) < 0.1 * len(types) + 1e-3 * total, out
