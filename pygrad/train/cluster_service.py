@@ -103,8 +103,8 @@ class TaskService:
         controls, n_out), ...), an input ("var", name, dtype, shape), ("value", i) or ("out", j, k)
         (output k of the batch's op j), controls the earlier ops of the batch it waits for;
         values the fed arrays; n_out the number of an op's outputs to return. Returns the
-        outputs of every op, as arrays. A batch of a
-        SyncReplicasOptimizer's train op waits for its step (_run_sync)."""
+        outputs of every op, as arrays. A batch of a SyncReplicasOptimizer's train op waits for
+        its step (_run_sync)."""
         accumulates = [j for j, op in enumerate(signature) if op[0] == "SyncReplicasAccumulate"]
         if accumulates:
             return await self._run_sync(signature, values, accumulates)
