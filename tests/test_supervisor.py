@@ -37,6 +37,7 @@ def _spec():
 def server(tmp_path, monkeypatch):
     """pygrad's worker server of a one-ps, one-worker cluster whose ps task runs in this process
     too (so the variables placed on it stay here); (cluster spec, worker server)."""
+    pytest.importorskip("distributed")  # a ps task serves through Dask
     monkeypatch.setenv("PYGRAD_CLUSTER_DIR", str(tmp_path / "cluster"))
     spec = _spec()
     ps = tf.train.Server(spec, "ps", 0)

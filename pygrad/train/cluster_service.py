@@ -25,6 +25,15 @@ _CREDENTIALS = ("tls_ca_file", "tls_client_key", "tls_client_cert", "tls_schedul
                 "tls_worker_key", "tls_worker_cert")
 
 
+def require_dask():
+    """ImportError saying what to install when Dask is missing (an optional dependency)."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError as e:
+        raise ImportError(f"a cluster with ps tasks runs on Dask, which is not installed ({e}): pip install "
+                          f"'pygrad[distributed]'") from e
+
+
 def credentials():
     """The Dask Security of this user's clusters: TLS required, the certificates of
     $PYGRAD_CLUSTER_DIR/credentials.json, made there at first use."""
@@ -250,6 +259,7 @@ def _host_port(address):
 def serve(cluster, task, timeout=60.0):
     """Starts ps task `task` of the ClusterSpec cluster in this process: the scheduler (task 0),
     a Dask worker and its TaskService, published for the workers. Returns what keeps them alive."""
+    require_dask()
     from distributed import Client, Scheduler, Variable, Worker
 
     quiet()
@@ -309,6 +319,7 @@ class Cluster:
     """A worker task's view of its cluster: a Dask client and the TaskService of each ps task."""
 
     def __init__(self, cluster, timeout=60.0):
+        require_dask()
         from distributed import Client, Variable
         from distributed.actor import Actor
 
