@@ -464,18 +464,7 @@ def per_step_report(tf, sess, fetches, feed_of, steps, title, top=12):
     feeds) and prints the median microseconds per step of each op's step, largest first. Fused
     steps are labelled with all their ops."""
     import numpy as np
-    per_op = {}
-    for i in range(steps):
-        rm = tf.RunMetadata()
-        sess.run(fetches, feed_dict=feed_of(i), options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
-                 run_metadata=rm)
-        step = {}
-        for dev in rm.step_stats.dev_stats:
-            for n in dev.node_stats:
-                label = n.timeline_label.split(" = ", 1)[-1].split("(", 1)[0] + "  " + n.node_name
-                step[label] = step.get(label, 0) + (n.all_end_rel_nanos or n.all_end_rel_micros * 1000) / 1000
-        for label, us in step.items():
-            per_op.setdefault(label, []).append(us)
+    per_op = {f"{types}  {node}": v for (types, node), v in traced_op_times(tf, sess, fetches, feed_of, steps).items()}
     rows = sorted(((float(np.median(v)), k) for k, v in per_op.items()), reverse=True)
     print(f"\n{title}: median µs per step over {steps} traced steps (the plan's per-step timers)")
     for us, label in rows[:top]:

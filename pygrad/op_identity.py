@@ -334,7 +334,7 @@ _STATE = {
                                      "VarIsInitializedOp is a resource variable's"),
 }
 
-# ---------------------------------------------------------------- training_ops
+# ---------------------------------------------------------------- training_ops, train/sync_replicas
 _TRAINING = {
     "ApplyGradientDescent": tf("ApplyGradientDescent", derived="T=in0"),
     "ApplyMomentum":  tf("ApplyMomentum", attrs="use_nesterov", derived="T=in0"),
@@ -357,6 +357,10 @@ _TRAINING = {
     "SparseApplyCenteredRMSProp": tf("SparseApplyCenteredRMSProp", derived="T=in0 Tindices=in8",
                                      ins="var ms mom lr rho momentum epsilon grad indices mg"),
     "SparseApplyAdam": none("fused sparse update; TF1's Adam spells it Assign and ScatterAdd of m, v and var"),
+    "SyncReplicasAccumulate": none("SyncReplicasOptimizer's gradient of a step, summed on the ps task (TF: "
+                                   "ConditionalAccumulatorApplyGradient, then TakeGradient)"),
+    "SyncReplicasToken": none("SyncReplicasOptimizer's token, the global step after the update (TF: the token "
+                              "queue's QueueDequeueV2)"),
 }
 
 # ---------------------------------------------------------------- control_flow_ops, tensor_array_ops
@@ -380,10 +384,6 @@ _CONTROL_FLOW = {
                          note="size None: input 0's first dimension; the element shape is meta's, with the last "
                               "input's merged in"),
     "TensorArrayWriteV3": tf("TensorArrayWriteV3", derived="T=in2 handle=array", ins="flow_in index value"),
-    "SyncReplicasAccumulate": none("SyncReplicasOptimizer's gradient of a step, summed on the ps task (TF: "
-                                   "ConditionalAccumulatorApplyGradient, then TakeGradient)"),
-    "SyncReplicasToken": none("SyncReplicasOptimizer's token, the global step after the update (TF: the token "
-                              "queue's QueueDequeueV2)"),
     "TensorArrayGrowWrite": tf("TensorArrayWriteV3", derived="T=in2 handle=array", ins="flow_in index value",
                                note="a write that grows an array whose size is a value of the run"),
     "TensorArrayReadV3": tf("TensorArrayReadV3", derived="dtype=in0 handle=array", ins="flow_in index"),

@@ -172,8 +172,7 @@ class TaskService:
                 dtype = inputs[0][2]
                 out.append([np.asarray(step, dtype)])
             else:
-                var = self._variable(*inputs[0][1:])
-                out.append([self._sess.run(var)] * n_out)
+                out.append([self._sess.run(self._variable(*inputs[0][1:]))] * n_out if n_out else [])
         return out
 
     def _build(self, signature, values):
