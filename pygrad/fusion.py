@@ -24,19 +24,22 @@ with z and y matrices of one shape, g a constant or a feed of one element (the g
 cost, ones from tf.gradients), z and y not variables (no step in between writes them). A program
 with jumps (control flow) is left as it is.
 
-A second pass, fuse_epilogues: a convolution followed by a bias add and/or a relu becomes
-one conv2d_fwd step that does them on its output (csrc/kernels/conv.cc's ConvEpilogue: oneDNN's bias
-argument and relu post-op, or a pass over the output for the im2col kernels), so the intermediates
-are never written or read again.
-
-The steps fused are consecutive in the plan:
-  conv2d_fwd(x, w) -> a;  binary_fwd add(a, bias) or add(bias, a) -> b;  unary_fwd relu(b) -> c
-(or the convolution with only one of the two; an add or relu step of any op: bias_add's, a layer's).
-bias is a vector of the convolution's output channels (or an array of that many elements, ones
-elsewhere). A step joins only when the buffer it reads is a temporary that no other step reads and
-the run does not fetch: relu's gradient reads its output (ReluGrad(y, dy)), not its input, so a
-training step fuses as well as inference does.
-Jump targets and loop bounds are renumbered for the steps removed.
+A second pass, fuse_epilogues: a convolution (or depthwise convolution) followed by a bias add, an
+inference batch norm's multiply and add, a residual network's shortcut add and a relu or relu6
+becomes one step that does them on its output (csrc/kernels/conv.h's ConvEpilogue: oneDNN's bias
+argument and post-ops, or a pass over the output for the other kernels), so the intermediates are
+never written or read again. Each part is optional, in this order:
+  conv(x, w) -> a;  add(a, bias) -> b;  mul(b, scale) -> c;  add(c, shift) -> d;
+  add(d, residual) -> e;  relu(e) or relu6(e)
+(either operand order; an add, mul or relu step of any op: bias_add's, a layer's, batch_normalization's
+x * inv + shift). bias, scale and shift are vectors of the convolution's output channels (or arrays of
+that many elements, ones elsewhere), residual an array of the output's shape; an add of a vector
+with no multiply before it is the bias. A step joins only when the buffer it reads is a temporary
+that no other step reads and the run does not fetch: relu's gradient reads its output
+(ReluGrad(y, dy)), not its input, so a training step fuses as well as inference does.
+The fused step runs where the group's last step ran: the scale and shift of a frozen batch norm
+are computed from its constants after the convolution in the plan's order. Jump targets and loop
+bounds are renumbered for the steps removed.
 
 A third pass, elide_loop_copies: at the end of each iteration a while loop copies each new value
 of a loop variable, computed into a temporary o, into the variable's buffer v (Program.carries,
@@ -54,12 +57,12 @@ it is the add's output, as elide_loop_copies leaves an accumulator) and a ta_wri
 row in place: O(row) work per read instead of O(array). dynamic_rnn's input gradient is such a sum,
 one row per time step.
 """
-from pygrad.kernels import BINARY_FWD, BROADCAST_TO, CONST_BUFFER, CONV2D_FWD, COPY, FEED_BUFFER, FILL, SOFTMAX_NLL, \
-    TA_WRITE, TEMP_BUFFER, UNARY_BWD, UNARY_FWD, VAR_BUFFER
+from pygrad.kernels import BINARY_FWD, BROADCAST_TO, CONST_BUFFER, CONV2D_FWD, COPY, DEPTHWISE_CONV2D_FWD, \
+    FEED_BUFFER, FILL, SOFTMAX_NLL, TA_WRITE, TEMP_BUFFER, UNARY_BWD, UNARY_FWD, VAR_BUFFER
 # The softmax pattern is matched by the ops its steps lower (graph-level op types), and its gradient
 # half is what the gradient rules of these modules write: Log's (dy * reciprocal(x)), Mul's, Neg's
 # (-dy), Sum's and Mean's (BroadcastLike, scaled for the mean) and Softmax's (SoftmaxGrad).
-from pygrad.ops import math_ops, nn_ops, reduction_ops
+from pygrad.ops import activation_ops, math_ops, nn_ops, reduction_ops
 
 
 def fuse(steps, fetches):
@@ -231,43 +234,48 @@ def _numel(dims):
     return n
 
 
+_CONVOLUTIONS = (CONV2D_FWD, DEPTHWISE_CONV2D_FWD)
+_ACTIVATIONS = ((math_ops.Relu, 1), (activation_ops.Relu6, 2))  # ConvActivation's codes
+
+
 def fuse_epilogues(program, fetched):
     """Rewrites program.steps in place; fetched: the operands the plan returns."""
     steps = program.steps
-    if not any(s.kernel == CONV2D_FWD for s in steps):
+    if not any(s.kernel in _CONVOLUTIONS for s in steps):
         return
     readers = {}
-    for s in steps:
+    for k, s in enumerate(steps):
         for o in s.ins:
             if o is not None:
-                readers[id(o.buffer)] = readers.get(id(o.buffer), 0) + 1
+                readers.setdefault(id(o.buffer), []).append(k)
     kept_out = {id(o.buffer) for o in fetched}
     targets = {s.attrs["target"].index for s in steps if s.kernel is None}
     targets.update(i for loop in program.loops for i in loop)
 
-    def private(buffer):  # a temporary read once, by the next step, and not fetched
-        return buffer.kind == TEMP_BUFFER and readers.get(id(buffer)) == 1 and id(buffer) not in kept_out
+    def only_reader(buffer):  # the one step that reads a temporary the run does not fetch, or None
+        r = readers.get(id(buffer), ())
+        return r[0] if buffer.kind == TEMP_BUFFER and len(r) == 1 and id(buffer) not in kept_out else None
 
-    new, old_to_new, i = [], {}, 0
-    while i < len(steps):
-        s = steps[i]
-        old_to_new[i] = len(new)
-        group = _epilogue(steps, i, private, targets) if s.kernel == CONV2D_FWD and len(s.ins) == 2 else None
-        if group is None:
-            new.append(s)
-            i += 1
+    fused_at, removed, taken = {}, set(), set()
+    for i, s in enumerate(steps):
+        group = _epilogue(steps, i, only_reader, targets) if s.kernel in _CONVOLUTIONS and len(s.ins) == 2 else None
+        if group is None or taken & set(group[0]):  # an add of two convolutions joins the first
             continue
-        bias, relu, last = group
-        ins = s.ins + ([bias] if bias is not None else [])
-        reads = list(dict.fromkeys(v for k in range(i, last + 1) for v in steps[k].reads_vars))
-        attrs = {**s.attrs, "relu": int(relu)}
-        new.append(type(s)(s.op, s.kernel, ins, steps[last].outs, attrs, reads, s.init_var,
-                           _ops_of(steps[i:last + 1], s.op)))
-        for k in range(i + 1, last + 1):
-            old_to_new[k] = len(new) - 1
-        i = last + 1
-    if len(new) == len(steps):
+        taken.update(group[0])
+        members, parts, activation = group
+        ins = s.ins + [v for v in parts.values() if v is not None]
+        reads = list(dict.fromkeys(v for k in members for v in steps[k].reads_vars))
+        attrs = {**s.attrs, **{k: int(v is not None) for k, v in parts.items()}, "activation": activation}
+        fused_at[members[-1]] = type(s)(s.op, s.kernel, ins, steps[members[-1]].outs, attrs, reads, s.init_var,
+                                        _ops_of([steps[k] for k in members], s.op))
+        removed.update(members[:-1])
+    if not fused_at:
         return
+    new, old_to_new = [], {}
+    for k, s in enumerate(steps):
+        old_to_new[k] = len(new)  # a removed step's jumps land on the next step kept
+        if k not in removed:
+            new.append(fused_at.get(k, s))
     old_to_new[len(steps)] = len(new)
     labels = {id(s.attrs["target"]): s.attrs["target"] for s in steps if s.kernel is None}
     for label in labels.values():
@@ -276,24 +284,59 @@ def fuse_epilogues(program, fetched):
     steps[:] = new
 
 
-def _epilogue(steps, i, private, targets):
-    """(bias operand or None, relu, index of the group's last step) for the convolution at i, or None."""
-    conv = steps[i]
-    out = conv.outs[0]
-    channels = conv.ins[1].dims[-1]
-    bias, relu, last, current = None, False, i, out
-    j = i + 1
-    if j < len(steps) and j not in targets and _computes(steps[j], math_ops.Add) and private(current.buffer):
-        a, b = steps[j].ins
-        other = b if a.buffer is current.buffer else a if b.buffer is current.buffer else None
-        if other is not None and other.buffer is not current.buffer and other.dtype == out.dtype \
-                and _is_channel_vector(other.dims, channels) and tuple(steps[j].outs[0].dims) == tuple(out.dims):
-            bias, last, current = other.with_dims((channels,)), j, steps[j].outs[0]
-            j += 1
-    if j < len(steps) and j not in targets and _computes(steps[j], math_ops.Relu) and private(current.buffer) \
-            and steps[j].ins[0].buffer is current.buffer and tuple(steps[j].outs[0].dims) == tuple(out.dims):
-        relu, last = True, j
-    return (bias, relu, last) if last > i else None
+def _epilogue(steps, i, only_reader, targets):
+    """(the indices of the group's steps, the convolution's first, {"bias": operand or None, "scale",
+    "shift", "residual": ...}, the activation's code) for the convolution at i, or None. The fused
+    step takes the place of the group's last step, where every operand has been computed: the steps
+    in between are straight-line code (no jumps, no jump targets) that reads none of the group's
+    values and writes none of its inputs after the group's step that read it."""
+    out = steps[i].outs[0]
+    channels = out.dims[-1]
+    parts = dict.fromkeys(("bias", "scale", "shift", "residual"))
+    members, read_at, activation, current = [i], [], 0, out
+
+    def next_member(opdef):  # the step that reads the group's value so far, alone, if it computes opdef
+        j = only_reader(current.buffer)
+        if j is None or j <= members[-1] or not _computes(steps[j], opdef) or \
+                tuple(steps[j].outs[0].dims) != tuple(out.dims):
+            return None
+        return j
+
+    def other_operand(st, part):  # a binary step's other operand, if it fits the part
+        a, b = st.ins
+        other = b if a.buffer is current.buffer else a
+        if other.buffer is current.buffer or other.dtype != out.dtype:
+            return None
+        if part == "residual":
+            return other if tuple(other.dims) == tuple(out.dims) else None
+        return other.with_dims((channels,)) if _is_channel_vector(other.dims, channels) else None
+
+    for part, opdef in (("bias", math_ops.Add), ("scale", math_ops.Mul), ("shift", math_ops.Add),
+                        ("residual", math_ops.Add)):
+        j = next_member(opdef)
+        v = j is not None and other_operand(steps[j], part)
+        if v and (part != "shift" or parts["scale"] is not None):
+            parts[part], current = v, steps[j].outs[0]
+            members.append(j)
+            read_at.append((j, v))
+    for opdef, code in _ACTIVATIONS:
+        j = next_member(opdef)
+        if j is not None and steps[j].ins[0].buffer is current.buffer:
+            activation = code
+            members.append(j)
+            break
+    if len(members) == 1:
+        return None
+    last = members[-1]
+    if any(k in targets or steps[k].kernel is None for k in range(i + 1, last + 1)):
+        return None
+
+    def written_after(k):  # the buffers written after step k, up to last, by steps not of the group
+        return {id(o.buffer) for j in range(k + 1, last + 1) if j not in members for o in steps[j].outs}
+
+    if any(id(o.buffer) in written_after(k) for k, o in [(i, o) for o in steps[i].ins] + read_at):
+        return None
+    return members, parts, activation
 
 
 def _is_channel_vector(dims, channels):

@@ -1,7 +1,8 @@
 """The oneDNN convolution kernels (float32) against the im2col kernels, which stay the reference:
 the same call to each kernel with attribute impl="onednn" and impl="im2col", on many shapes, with
 1 and 2 threads; bitwise repeatability per thread count; a thread count set after the plan was
-built; the forward's fused bias + relu epilogue; the errors of the impl attribute; and
+built; the forward's fused epilogue (bias, an inference batch norm's scale and shift, relu or relu6),
+of the depthwise kernel too; the errors of the impl attribute; and
 tf.nn.conv2d_transpose, which lowers to the input-gradient kernel, on oneDNN. The
 graph-level tests (test_conv_ops.py) run the default, impl="auto": oneDNN for float32 (but the input
 gradient of fewer than 8 input channels), im2col for float64."""
@@ -13,6 +14,7 @@ from onednn_checks import check_bitwise_repeatable_per_thread_count
 from pygrad import _C
 from pygrad.ops import conv_ops
 from pygrad.ops.conv_ops import _out_size, _pad_before
+from test_depthwise_onednn import Depthwise
 
 KERNELS = ("conv2d_fwd", "conv2d_bwd_input", "conv2d_bwd_filter")
 EPS32 = np.finfo(np.float32).eps
@@ -151,37 +153,76 @@ def test_impl_errors(dtype, impl, error, match):
                 {"strides": [1, 1], "pad_top": 0, "pad_left": 0, "impl": impl})
 
 
-@pytest.mark.parametrize("impl", ["im2col", "onednn"])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("bias,relu", [(True, True), (True, False), (False, True)])
+def _epilogue_case(kernel, rng):
+    """(inputs, output shape, attrs) of a convolution of `kernel` with 16 output channels."""
+    if kernel == "conv2d_fwd":
+        conv = Conv(rng, 5, 9, 9, 8, 16, 3, 3, 1, 1, "SAME")
+        return [conv.x, conv.f], conv.dy.shape, conv.attrs
+    dw = Depthwise(rng, 3, 9, 9, 8, 2, 3, 3, 1, 1, 1, 1, "SAME")
+    return [dw.x, dw.f], dw.dy.shape, dw.attrs
+
+
+@pytest.mark.parametrize("kernel,impl,dtype", [
+    ("conv2d_fwd", "im2col", np.float32), ("conv2d_fwd", "im2col", np.float64), ("conv2d_fwd", "onednn", np.float32),
+    ("depthwise_conv2d_fwd", "direct", np.float32), ("depthwise_conv2d_fwd", "direct", np.float64),
+    ("depthwise_conv2d_fwd", "onednn", np.float32)])
+@pytest.mark.parametrize("parts,activation", [
+    (parts, activation) for parts in [("bias",), ("scale", "shift"), ("bias", "scale", "shift"), ("scale",),
+                                      ("scale", "shift", "residual"), ("residual",), ()]
+    for activation in (0, 1, 2) if parts or activation])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_forward_epilogue(impl, dtype, bias, relu, threads):
-    """conv2d_fwd (x, w[, bias]) with relu=1 or 0 equals the convolution, then bias, then relu."""
-    if impl == "onednn" and dtype == np.float64:
-        pytest.skip("oneDNN serves float32 only")
-    conv = Conv(np.random.default_rng(13), 5, 9, 9, 8, 16, 3, 3, 1, 1, "SAME")
-    x, f = conv.x.astype(dtype), conv.f.astype(dtype)
-    b = np.random.default_rng(14).standard_normal(16).astype(dtype)
+def test_forward_epilogue(kernel, impl, dtype, parts, activation, threads):
+    """A convolution's call with an epilogue (inputs (x, w[, bias][, scale][, shift][, residual]),
+    attributes naming them and the activation: none, relu, relu6) equals the convolution followed
+    by (y + bias) * scale + shift + residual and the activation, in NumPy in that order: bitwise for the kernels
+    other than oneDNN's (they run the unfused kernels' arithmetic), to rounding for oneDNN's."""
+    rng = np.random.default_rng(13)
+    ins, shape, attrs = _epilogue_case(kernel, rng)
+    ins = [a.astype(dtype) for a in ins]
+    vectors = {"bias": rng.standard_normal(16), "scale": rng.uniform(0.5, 4, 16), "shift": rng.standard_normal(16) * 4,
+               "residual": rng.standard_normal(shape) * 4}
+    vectors = {k: v.astype(dtype) for k, v in vectors.items()}
     old = tf.get_num_threads()
     tf.set_num_threads(threads)
     try:
-        plain = np.empty(conv.dy.shape, dtype)
-        _C.call("conv2d_fwd", [x, f], [plain], {**conv.attrs, "impl": impl})
-        fused = np.full(conv.dy.shape, np.nan, dtype)
-        _C.call("conv2d_fwd", [x, f, b] if bias else [x, f], [fused], {**conv.attrs, "impl": impl, "relu": int(relu)})
+        plain = np.empty(shape, dtype)
+        _C.call(kernel, ins, [plain], {**attrs, "impl": impl})
+        fused = np.full(shape, np.nan, dtype)
+        _C.call(kernel, ins + [vectors[p] for p in parts], [fused],
+                {**attrs, "impl": impl, "activation": activation, **{p: 1 for p in parts}})
     finally:
         tf.set_num_threads(old)
-    want = plain + b if bias else plain
-    want = np.maximum(want, 0) if relu else want
-    np.testing.assert_allclose(fused, want, rtol=1e-6, atol=1e-5)
-    assert (plain + (b if bias else 0) < 0).any()  # the relu has something to clip
+    want = plain
+    for part, op in (("bias", np.add), ("scale", np.multiply), ("shift", np.add), ("residual", np.add)):
+        if part in parts:
+            want = op(want, vectors[part])
+    pre = want
+    if activation:
+        want = np.where(want < 0, dtype(0), want)
+    if activation == 2:
+        want = np.where(want > 6, dtype(6), want)
+    if impl == "onednn":
+        np.testing.assert_allclose(fused, want, rtol=1e-6, atol=1e-5)
+    else:
+        np.testing.assert_array_equal(fused, want)
+    if activation:
+        assert (pre < 0).any() and (activation == 1 or (pre > 6).any())  # the activation has something to clip
 
 
-def test_forward_epilogue_bias_errors():
-    conv = Conv(np.random.default_rng(15), 2, 6, 6, 4, 8, 3, 3, 1, 1, "SAME")
-    out = np.empty(conv.dy.shape, np.float32)
-    with pytest.raises(ValueError, match="bias must be a float32 vector of 8"):
-        _C.call("conv2d_fwd", [conv.x, conv.f, np.zeros(7, np.float32)], [out], conv.attrs)
+@pytest.mark.parametrize("kernel", ["conv2d_fwd", "depthwise_conv2d_fwd"])
+@pytest.mark.parametrize("inputs,attrs,match", [
+    (["bias7"], {"bias": 1}, r"the bias must be a float32 array of shape \(16,\), got float32 \(7,\)"),
+    (["bias16"], {"residual": 1}, r"the residual must be a float32 array of shape \(\d+, 9, 9, 16\), got float32 "
+                                  r"\(16,\)"),
+    ([], {"scale": 1}, "the scale input is missing: 2 inputs"),
+    (["bias16"], {}, "expects 2 inputs for its epilogue, got 3"),
+    ([], {"activation": 3}, "activation must be 0 \\(none\\), 1 \\(relu\\) or 2 \\(relu6\\), got 3"),
+])
+def test_forward_epilogue_errors(kernel, inputs, attrs, match):
+    ins, shape, conv_attrs = _epilogue_case(kernel, np.random.default_rng(15))
+    extra = {"bias7": np.zeros(7, np.float32), "bias16": np.zeros(16, np.float32)}
+    with pytest.raises(ValueError, match=f"{kernel}: {match}"):
+        _C.call(kernel, ins + [extra[k] for k in inputs], [np.empty(shape, np.float32)], {**conv_attrs, **attrs})
 
 
 # ---------------------------------------------------------------- tf.nn.conv2d_transpose

@@ -94,3 +94,86 @@ def test_fusion_inside_a_cond_keeps_the_jumps_right():
         for f in (True, False):
             want = (np.maximum(c + _initial(b), 0) if f else 2 * c).sum() + yv.sum()
             np.testing.assert_allclose(sess.run(total, {x: xv, flag: f}), want, rtol=1e-5)
+
+
+def _fused_ops(sess):
+    """The op types of each step of the last signature's plan, with the ops fused into it."""
+    compiled = list(sess.plans.values())[-1]
+    return [[op.type] + [o.type for o in fused] for op, fused in zip(compiled.step_ops, compiled.step_fused)]
+
+
+@pytest.mark.parametrize("kind", ["conv2d", "depthwise"])
+@pytest.mark.parametrize("activation", [tf.nn.relu, tf.nn.relu6, None])
+def test_inference_batch_norm_and_activation_join_the_convolution(kind, activation):
+    """A frozen model's conv -> FusedBatchNorm (is_training=False) -> relu/relu6: the batch norm's
+    multiply and add and the activation are done by the convolution's step, with the values of the
+    unfused steps (which run when the intermediates are fetched) and of NumPy's batch norm."""
+    rng = np.random.default_rng(4)
+    x = tf.placeholder(tf.float32, [None, 8, 8, 3])
+    if kind == "conv2d":
+        w = tf.constant(rng.standard_normal((3, 3, 3, 4)).astype(np.float32))
+        conv = tf.nn.conv2d(x, w, strides=[1, 1, 1, 1], padding="SAME")
+    else:
+        w = tf.constant(rng.standard_normal((3, 3, 3, 2)).astype(np.float32) * 0.5)
+        conv = tf.nn.depthwise_conv2d_native(x, w, strides=[1, 1, 1, 1], padding="SAME")
+    channels = conv.shape[-1].value
+    gamma, beta, mean = (rng.uniform(-2, 2, channels).astype(np.float32) for _ in range(3))
+    variance = rng.uniform(0.1, 1.0, channels).astype(np.float32)
+    bn = tf.nn.fused_batch_norm(conv, gamma, beta, mean, variance, epsilon=1e-3, is_training=False)[0]
+    y = activation(bn) if activation else bn
+    xv = rng.standard_normal((2, 8, 8, 3)).astype(np.float32) * 2
+    with tf.Session() as sess:
+        fused = sess.run(y, {x: xv})
+        steps = _fused_ops(sess)
+        first = {"conv2d": "Conv2D", "depthwise": "DepthwiseConv2dNative"}[kind]
+        conv_step = next(s for s in steps if s[0] == first)
+        assert conv_step.count("Mul") == 1 and conv_step.count("Add") == 1, steps
+        if activation:
+            assert {"Relu": tf.nn.relu, "Relu6": tf.nn.relu6}[conv_step[-1]] is activation, steps
+            assert not any(s[0] in ("Relu", "Relu6") for s in steps), steps
+        convv, unfused = sess.run([conv, y], {x: xv})
+    np.testing.assert_allclose(fused, unfused, rtol=1e-6, atol=1e-6)
+    want = (convv - mean) * (gamma / np.sqrt(variance + 1e-3)) + beta
+    want = np.maximum(want, 0) if activation else want
+    want = np.minimum(want, 6) if activation is tf.nn.relu6 else want
+    np.testing.assert_allclose(fused, want, rtol=1e-5, atol=1e-5)
+    if activation:
+        assert (want == 0).any() and (activation is tf.nn.relu or (want == 6).any())
+
+
+def test_residual_block_is_one_step_per_convolution():
+    """ResNet v1's block end, relu(shortcut + batch_norm(conv(x))), with the shortcut a convolution
+    the plan may order after it: the add and relu join the convolution's step, and the values are
+    the unfused steps'."""
+    rng = np.random.default_rng(5)
+    x = tf.placeholder(tf.float32, [None, 6, 6, 8])
+    w1, w2 = (tf.constant(rng.standard_normal((k, k, 8, 8)).astype(np.float32) * 0.3) for k in (3, 1))
+    stats = [rng.uniform(0.5, 1.5, 8).astype(np.float32) for _ in range(4)]
+    residual = tf.nn.fused_batch_norm(tf.nn.conv2d(x, w1, [1, 1, 1, 1], "SAME"), *stats, is_training=False)[0]
+    shortcut = tf.nn.conv2d(x, w2, [1, 1, 1, 1], "SAME")
+    y = tf.nn.relu(shortcut + residual)
+    xv = rng.standard_normal((3, 6, 6, 8)).astype(np.float32)
+    with tf.Session() as sess:
+        fused = sess.run(y, {x: xv})
+        steps = _fused_ops(sess)
+        assert [s for s in steps if s[0] == "Relu" or (s[0] == "Conv2D" and "Relu" in s)] == \
+            [["Conv2D", "Mul", "Add", "Add", "Relu"]], steps
+        unfused = sess.run([y, residual, shortcut], {x: xv})[0]
+        assert ["Relu"] in _fused_ops(sess)
+    np.testing.assert_allclose(fused, unfused, rtol=1e-6, atol=1e-6)
+    assert (unfused == 0).any() and (unfused > 0).any()
+
+
+def test_sum_of_two_convolutions_joins_one_of_them():
+    """conv(x, w1) + conv(x, w2): the add is either convolution's residual, and joins one only."""
+    rng = np.random.default_rng(6)
+    x = tf.placeholder(tf.float32, [None, 6, 6, 4])
+    a, b = (tf.nn.conv2d(x, tf.constant(rng.standard_normal((3, 3, 4, 4)).astype(np.float32)), [1, 1, 1, 1], "SAME")
+            for _ in range(2))
+    y = a + b
+    xv = rng.standard_normal((2, 6, 6, 4)).astype(np.float32)
+    with tf.Session() as sess:
+        fused = sess.run(y, {x: xv})
+        assert sorted(_fused_ops(sess)) == [["Conv2D"], ["Conv2D", "Add"]]
+        av, bv = sess.run([a, b], {x: xv})
+    np.testing.assert_allclose(fused, av + bv, rtol=1e-6, atol=1e-6)

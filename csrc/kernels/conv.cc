@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 
 #include "kernels/conv.h"
 #include "kernels/impl.h"
@@ -259,44 +260,81 @@ Step pick_impl(const KernelCall& c, ConvPass pass, const ConvGeom& g, Step im2co
 
 }  // namespace
 
-// y = relu(y + bias) over y [rows, o], in place; either part optional.
-template <class T> void conv_epilogue(View<T> y, const T* bias, bool relu) {
-  const int64_t o = y.shape[y.shape.ndim - 1], rows = y.size() / std::max<int64_t>(o, 1);
-  parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(o, 1)), [&](int64_t lo, int64_t hi) {
-    for (int64_t r = lo; r < hi; ++r) {
-      T* row = y.data + r * o;
-      if (bias)
-        for (int64_t j = 0; j < o; ++j) row[j] += bias[j];
-      if (relu)
-        for (int64_t j = 0; j < o; ++j) row[j] = row[j] > T(0) ? row[j] : T(0);
-    }
+ConvEpilogue conv_epilogue_of(const KernelCall& c, int64_t channels) {
+  const char* op = c.kernel.c_str();
+  ConvEpilogue e;
+  const int64_t act = c.attrs.i("activation", int64_t{0});
+  PG_CHECK(act >= 0 && act <= 2, op, "activation must be 0 (none), 1 (relu) or 2 (relu6), got %lld", (long long)act);
+  e.activation = ConvActivation(act);
+  size_t next = 2;
+  const Shape vector = Shape{channels}, whole = c.out.at(0).shape;
+  const std::tuple<const char*, int*, const Shape*> parts[] = {
+      {"bias", &e.bias_buffer, &vector}, {"scale", &e.scale_buffer, &vector},
+      {"shift", &e.shift_buffer, &vector}, {"residual", &e.residual_buffer, &whole}};
+  for (auto [name, buffer, shape] : parts) {
+    if (c.attrs.i(name, int64_t{0}) == 0) continue;
+    PG_CHECK(next < c.in.size(), op, "the %s input is missing: %zu inputs", name, c.in.size());
+    const Operand& v = c.in[next++];
+    PG_CHECK(v.dtype == c.in[0].dtype && v.shape == *shape, op, "the %s must be a %s array of shape %s, got %s %s", name,
+             dtype_name(c.in[0].dtype), shape->str().c_str(), dtype_name(v.dtype), v.shape.str().c_str());
+    *buffer = v.buffer;
+  }
+  PG_CHECK(next == c.in.size(), op, "expects %zu inputs for its epilogue, got %zu", next, c.in.size());
+  return e;
+}
+
+namespace {
+
+// One row of y (its o channels), in place: the unfused kernels' operations, one pass each.
+template <class T>
+void epilogue_row(T* row, int64_t o, const T* bias, const T* scale, const T* shift, const T* residual,
+                  ConvActivation act) {
+  if (bias)
+    for (int64_t j = 0; j < o; ++j) row[j] += bias[j];
+  if (scale)
+    for (int64_t j = 0; j < o; ++j) row[j] *= scale[j];
+  if (shift)
+    for (int64_t j = 0; j < o; ++j) row[j] += shift[j];
+  if (residual)
+    for (int64_t j = 0; j < o; ++j) row[j] += residual[j];
+  if (act == ConvActivation::relu)  // NaN stays NaN, as in the relu kernel
+    for (int64_t j = 0; j < o; ++j) row[j] = row[j] < T(0) ? T(0) : row[j];
+  else if (act == ConvActivation::relu6)  // as the relu6 kernel
+    for (int64_t j = 0; j < o; ++j) row[j] = row[j] < T(0) ? T(0) : row[j] > T(6) ? T(6) : row[j];
+}
+
+}  // namespace
+
+void apply_conv_epilogue(Frame& f, const Operand& y, const ConvEpilogue& e) {
+  if (!e.any()) return;
+  dispatch_float(y.dtype, "conv epilogue", [&](auto t) {
+    using T = decltype(t);
+    const View<T> v = view<T>(f, y);
+    auto vec = [&](int buffer) { return buffer >= 0 ? static_cast<const T*>(f.ptr[buffer]) : nullptr; };
+    const T *bias = vec(e.bias_buffer), *scale = vec(e.scale_buffer), *shift = vec(e.shift_buffer),
+            *residual = vec(e.residual_buffer);
+    const int64_t o = v.shape[v.shape.ndim - 1], rows = v.size() / std::max<int64_t>(o, 1);
+    parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(o, 1)), [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r)
+        epilogue_row(v.data + r * o, o, bias, scale, shift, residual ? residual + r * o : nullptr, e.activation);
+    });
   });
 }
 
-// conv2d_fwd (x, w[, bias]) -> y; attribute relu (0 or 1, default 0). The bias and relu are the
-// epilogue the plan fuses into the convolution (see ConvEpilogue): y = relu(conv(x, w) + bias).
+// conv2d_fwd (x, w[, bias][, scale][, shift][, residual]) -> y, with the epilogue the plan fuses into
+// the convolution (see ConvEpilogue): y = act((conv(x, w) + bias) * scale + shift + residual).
 Step build_conv2d_fwd(const KernelCall& c) {
   const char* op = c.kernel.c_str();
-  PG_CHECK((c.in.size() == 2 || c.in.size() == 3) && c.out.size() == 1, op,
-           "expects 2 or 3 inputs and 1 output, got %zu and %zu", c.in.size(), c.out.size());
+  PG_CHECK(c.in.size() >= 2 && c.out.size() == 1, op, "expects at least 2 inputs and 1 output, got %zu and %zu",
+           c.in.size(), c.out.size());
   const Operand x = c.in[0], w = c.in[1], y = c.out[0];
   const ConvGeom g = check_conv_call(c, x.shape, w.shape, y.shape);
-  ConvEpilogue epilogue;
-  epilogue.relu = c.attrs.i("relu", int64_t{0}) != 0;
-  if (c.in.size() == 3) {
-    const Operand b = c.in[2];
-    PG_CHECK(b.dtype == x.dtype && b.shape.ndim == 1 && b.shape[0] == g.o, op,
-             "the bias must be a %s vector of %lld, got %s %s", dtype_name(x.dtype), (long long)g.o,
-             dtype_name(b.dtype), b.shape.str().c_str());
-    epilogue.bias_buffer = b.buffer;
-  }
+  const ConvEpilogue epilogue = conv_epilogue_of(c, g.o);
   return pick_impl(c, ConvPass::forward, g, dispatch_float(x.dtype, op, [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) {
       conv2d_fwd<T>(cview<T>(f, x), cview<T>(f, w), view<T>(f, y), g);
-      if (epilogue.any())
-        conv_epilogue<T>(view<T>(f, y), epilogue.bias_buffer >= 0 ? static_cast<const T*>(f.ptr[epilogue.bias_buffer]) : nullptr,
-                         epilogue.relu);
+      apply_conv_epilogue(f, y, epilogue);
     };
   }), epilogue);
 }

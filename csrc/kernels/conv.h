@@ -38,21 +38,42 @@ struct ConvGeom {
 // forward (x, w) -> y, backward_input (w, dy) -> dx, backward_filter (x, dy) -> dw.
 enum class ConvPass { forward, backward_input, backward_filter };
 
-// What a forward convolution may do to its output before writing it (the plan fuses a following
-// bias add and relu into it when nothing else reads the intermediates): y = relu(conv + bias).
+// What a forward convolution may do to its output before writing it: the plan fuses the elementwise
+// steps that follow it when nothing else reads the intermediates (pygrad/fusion.py),
+//   y = act((conv + bias) * scale + shift + residual),
+// each part optional; bias, scale and shift are [O] vectors of the convolution's dtype, the middle
+// two an inference batch norm's (scale = gamma / sqrt(variance + epsilon), shift = beta - mean *
+// scale), and residual an array of y's shape (a residual network's shortcut).
+// The kernel call's inputs after (x, w) are those present, in that order; its attributes "bias",
+// "scale", "shift", "residual" (0 or 1) say which, and "activation" which act (ConvActivation).
+enum class ConvActivation : int64_t { none = 0, relu = 1, relu6 = 2 };
 struct ConvEpilogue {
-  int bias_buffer = -1;  // a [O] vector of the convolution's dtype; -1: none
-  bool relu = false;
-  bool any() const { return bias_buffer >= 0 || relu; }
+  int bias_buffer = -1;  // -1: none
+  int scale_buffer = -1;
+  int shift_buffer = -1;
+  int residual_buffer = -1;
+  ConvActivation activation = ConvActivation::none;
+  bool any() const {
+    return bias_buffer >= 0 || scale_buffer >= 0 || shift_buffer >= 0 || residual_buffer >= 0 ||
+           activation != ConvActivation::none;
+  }
 };
+
+// The epilogue of a forward convolution's call (output c.out[0], `channels` channels), checked.
+ConvEpilogue conv_epilogue_of(const KernelCall& c, int64_t channels);
+
+// The epilogue done by a pass over y (the kernels other than oneDNN's), in place. Each part is the
+// unfused kernel's arithmetic in the unfused order, so the values are bitwise those of the steps
+// the plan fused.
+void apply_conv_epilogue(Frame& f, const Operand& y, const ConvEpilogue& e);
 
 // The step that runs `pass` of the float32 convolution g (grouped and dilated ones included) with
 // oneDNN, or an empty Step when oneDNN does not serve it (an empty operand, or only oneDNN's
 // reference implementation would run it). Built when the plan is: the primitives for the batch
 // split of the current thread count are created here (see conv_onednn.cc). `fallback` runs
 // instead when a thread count set later splits the batch into runs that oneDNN does not serve.
-// The forward's epilogue, if any, is done by oneDNN (a bias argument and a relu post-op); `fallback`
-// must then do it too.
+// The forward's epilogue, if any, is done by oneDNN (a bias argument and post-ops); `fallback` must
+// then do it too.
 Step onednn_conv2d_step(ConvPass pass, const ConvGeom& g, const Operand& a, const Operand& b, const Operand& out,
                         Step fallback, ConvEpilogue epilogue = {});
 

@@ -10,6 +10,10 @@
 // for the thread count then set, and later (once, under a lock) for a thread count set after that.
 // One thread's result depends on the shapes alone, so for a given thread count the results repeat
 // bitwise; the filter gradient's runs write partial sums that are added in run order.
+// A single image (batch-1 inference) cannot be split so: its forward and input gradient run as one
+// primitive on t OpenMP threads (oneDNN splits the output among them, each value computed by one
+// thread in an order fixed by the shapes and t, so the results repeat bitwise for a given t). The
+// filter gradient, whose threads would sum partial results, stays on one thread.
 //
 // Filter layout: each primitive takes the filter in the layout oneDNN picks for it (format_tag::any),
 // a blocked one where its fast kernels need that. The filter (forward, input gradient) is reordered
@@ -18,6 +22,11 @@
 // With the plain HWIO layout oneDNN serves both gradients by a gemm-based kernel that runs at about
 // 60 % of the blocked kernels' rate (bench_kernels). A depthwise filter is reordered likewise (its
 // kernels take the channels in blocks of 16); it is small (KH * KW * C * M floats).
+//
+// Epilogue (kernels/conv.h): the bias is oneDNN's bias argument; scale and shift are binary post-ops
+// over the output channels (multiply, then add), the residual a binary add of an array of the
+// output's layout, and the activation an eltwise post-op (relu, or clip_v2 to [0, 6] for relu6),
+// applied to each output value while it is in registers.
 //
 // Scratch: each primitive's scratchpad, and the blocked filter, are the calling thread's scratch
 // (pg/scratch.h).
@@ -49,42 +58,68 @@ struct Primitive {
   dnnl::primitive prim;
   memory::desc scratch;
   int64_t batch;
+  int threads;                 // the OpenMP threads it runs on
   memory::desc blocked;        // the primitive's filter layout
   dnnl::primitive reorder;     // HWIO <-> blocked; empty when blocked is HWIO
   bool reordered() const { return bool(reorder); }
+  // A constant filter in the blocked layout, made at the first run (under packed_once).
+  mutable std::once_flag packed_once;
+  mutable memory packed;
 };
 
 // The primitives of one convolution, by run size.
 class ConvPrimitives {
  public:
-  ConvPrimitives(ConvPass pass, const ConvGeom& g, ConvEpilogue epilogue) : pass_(pass), g_(g), epilogue_(epilogue) {}
+  // constant_filter: the filter (forward and input gradient) is a graph constant, reordered once.
+  ConvPrimitives(ConvPass pass, const ConvGeom& g, ConvEpilogue epilogue, bool constant_filter)
+      : pass_(pass), g_(g), epilogue_(epilogue), constant_filter_(constant_filter && pass != ConvPass::backward_filter) {}
 
   // The primitive for `batch` images; nullptr when only the reference implementation serves it.
   const Primitive* get(int64_t batch) {
-    return cache_.get(batch, [this](int64_t b) { return create(b); });
+    return cache_.get(batch, [this](int64_t b) { return create(b, 1); });
+  }
+
+  // The primitive of the whole batch, one image, on the current thread count's OpenMP threads, if
+  // that is how this pass runs now (nullptr: it runs as get's runs).
+  const Primitive* whole() {
+    const int threads = get_num_threads();
+    if (threads < 2 || g_.n != 1 || pass_ == ConvPass::backward_filter) return nullptr;
+    return whole_.get(threads, [this](int64_t t) { return create(g_.n, int(t)); });
   }
 
   // The primitives of every run size of the current thread count's split (false if one is not served).
   bool prepare() {
-    return cache_.prepare(g_.n, [this](int64_t b) { return create(b); });
+    whole();
+    return cache_.prepare(g_.n, [this](int64_t b) { return create(b, 1); });
   }
 
   // Runs the pass on image run [n0, n0 + batch): a and b are the step's inputs, out its output
   // (already offset by the caller for the filter gradient's partial sums).
-  void run(const Primitive& p, int64_t n0, const float* a, const float* b, float* out, const float* bias) const {
+  struct Vectors {  // the epilogue's [O] vectors in this run (null: absent)
+    const float *bias, *scale, *shift, *residual;
+  };
+  void run(const Primitive& p, int64_t n0, const float* a, const float* b, float* out, Vectors vectors) const {
     const ConvGeom& g = g_;
     const int64_t x_off = n0 * g.h * g.w * g.c, y_off = n0 * g.oh * g.ow * g.o;
     auto src = [](const float* p) { return const_cast<float*>(p); };
-    OneOpenMPThread one;
+    OpenMPThreads omp(p.threads);
     dnnl::engine& eng = onednn_engine();
     dnnl::stream stream(eng);
     std::unordered_map<int, memory> args;
-    struct BlockedFilter;  // the filter in the primitive's layout
     const memory hwio(w_desc(), eng, pass_ == ConvPass::backward_filter ? out : src(pass_ == ConvPass::forward ? b : a));
-    const memory filter = p.reordered() ? memory(p.blocked, eng, aligned_scratch<BlockedFilter>(p.blocked.get_size()))
-                                        : hwio;
-    if (p.reordered() && pass_ != ConvPass::backward_filter)
-      p.reorder.execute(stream, {{DNNL_ARG_FROM, hwio}, {DNNL_ARG_TO, filter}});
+    memory filter = hwio;
+    if (p.reordered() && constant_filter_) {  // reordered once, at the first run
+      std::call_once(p.packed_once, [&] {
+        p.packed = memory(p.blocked, eng);
+        p.reorder.execute(stream, {{DNNL_ARG_FROM, hwio}, {DNNL_ARG_TO, p.packed}});
+        stream.wait();
+      });
+      filter = p.packed;
+    } else if (p.reordered()) {
+      struct BlockedFilter;  // the filter in the primitive's layout
+      filter = memory(p.blocked, eng, aligned_scratch<BlockedFilter>(p.blocked.get_size()));
+      if (pass_ != ConvPass::backward_filter) p.reorder.execute(stream, {{DNNL_ARG_FROM, hwio}, {DNNL_ARG_TO, filter}});
+    }
     switch (pass_) {
       case ConvPass::forward:
         args = {{DNNL_ARG_SRC, memory(x_desc(p.batch), eng, src(a + x_off))},
@@ -102,7 +137,13 @@ class ConvPrimitives {
                 {DNNL_ARG_DIFF_WEIGHTS, filter}};
         break;
     }
-    if (bias) args.emplace(DNNL_ARG_BIAS, memory(bias_desc(), eng, src(bias)));
+    if (epilogue_.bias_buffer >= 0) args.emplace(DNNL_ARG_BIAS, memory(bias_desc(), eng, src(vectors.bias)));
+    int post = 0;  // the binary post-ops' inputs, by their index among the post-ops
+    for (const float* v : {vectors.scale, vectors.shift})
+      if (v) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(post++) | DNNL_ARG_SRC_1, memory(channels_desc(), eng, src(v)));
+    if (vectors.residual)
+      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(post++) | DNNL_ARG_SRC_1,
+                   memory(y_desc(p.batch), eng, src(vectors.residual + y_off)));
     const size_t bytes = p.scratch.get_size();
     if (bytes > 0) {
       struct DnnlScratch;  // a buffer apart from the other kernels' float scratch
@@ -127,20 +168,23 @@ class ConvPrimitives {
     return {{g_.groups, g_.o / g_.groups, g_.c / g_.groups, g_.kh, g_.kw}, memory::data_type::f32, tag::any};
   }
   memory::desc bias_desc() const { return {{g_.o}, memory::data_type::f32, tag::a}; }
+  memory::desc channels_desc() const { return {{1, g_.o, 1, 1}, memory::data_type::f32, tag::nhwc}; }
   memory::desc y_desc(int64_t batch) const { return {{batch, g_.o, g_.oh, g_.ow}, memory::data_type::f32, tag::nhwc}; }
   static bool is_reference(const std::string& impl) { return impl.find("ref") != std::string::npos; }
 
-  std::unique_ptr<Primitive> create(int64_t batch) const {
+  std::unique_ptr<Primitive> create(int64_t batch, int threads) const {
     const ConvGeom& g = g_;
-    OneOpenMPThread one;  // implementations are chosen for the thread count they will run on
+    OpenMPThreads omp(threads);  // implementations are chosen for the thread count they will run on
     dnnl::engine& eng = onednn_engine();
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (epilogue_.relu) {
-      dnnl::post_ops relu;
-      relu.append_eltwise(dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-      attr.set_post_ops(relu);
-    }
+    dnnl::post_ops post;
+    if (epilogue_.scale_buffer >= 0) post.append_binary(dnnl::algorithm::binary_mul, channels_desc());
+    if (epilogue_.shift_buffer >= 0) post.append_binary(dnnl::algorithm::binary_add, channels_desc());
+    if (epilogue_.residual_buffer >= 0) post.append_binary(dnnl::algorithm::binary_add, y_desc(batch));
+    if (epilogue_.activation == ConvActivation::relu) post.append_eltwise(dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    if (epilogue_.activation == ConvActivation::relu6) post.append_eltwise(dnnl::algorithm::eltwise_clip_v2, 0.0f, 6.0f);
+    if (post.len() > 0) attr.set_post_ops(post);
     const memory::dims strides{g.sh, g.sw}, dilates{g.dh - 1, g.dw - 1}, pad_l{g.pt, g.pl},
         pad_r{g.pad_bottom(), g.pad_right()};
     const auto alg = dnnl::algorithm::convolution_direct;
@@ -155,19 +199,19 @@ class ConvPrimitives {
                                                           attr);
       switch (pass_) {
         case ConvPass::forward:
-          return made(dnnl::convolution_forward(fwd), fwd.impl_info_str(), fwd.scratchpad_desc(), batch,
+          return made(dnnl::convolution_forward(fwd), fwd.impl_info_str(), fwd.scratchpad_desc(), batch, threads,
                       fwd.weights_desc());
         case ConvPass::backward_input: {
           dnnl::convolution_backward_data::primitive_desc pd(eng, alg, x_desc(batch), w_any(), y_desc(batch), strides,
                                                              dilates, pad_l, pad_r, fwd, attr);
-          return made(dnnl::convolution_backward_data(pd), pd.impl_info_str(), pd.scratchpad_desc(), batch,
+          return made(dnnl::convolution_backward_data(pd), pd.impl_info_str(), pd.scratchpad_desc(), batch, threads,
                       pd.weights_desc());
         }
         case ConvPass::backward_filter: {
           dnnl::convolution_backward_weights::primitive_desc pd(eng, alg, x_desc(batch), w_any(), y_desc(batch),
                                                                 strides, dilates, pad_l, pad_r, fwd, attr);
           return made(dnnl::convolution_backward_weights(pd), pd.impl_info_str(), pd.scratchpad_desc(), batch,
-                      pd.diff_weights_desc());
+                      threads, pd.diff_weights_desc());
         }
       }
     } catch (const dnnl::error&) {  // no implementation for these shapes
@@ -178,9 +222,14 @@ class ConvPrimitives {
   // The Primitive of prim, with the reorder its filter layout needs; nullptr for oneDNN's reference
   // implementation.
   std::unique_ptr<Primitive> made(dnnl::primitive prim, const std::string& impl, const memory::desc& scratch,
-                                  int64_t batch, const memory::desc& blocked) const {
+                                  int64_t batch, int threads, const memory::desc& blocked) const {
     if (is_reference(impl)) return nullptr;
-    auto p = std::make_unique<Primitive>(Primitive{std::move(prim), scratch, batch, blocked, {}});
+    auto p = std::make_unique<Primitive>();
+    p->prim = std::move(prim);
+    p->scratch = scratch;
+    p->batch = batch;
+    p->threads = threads;
+    p->blocked = blocked;
     if (blocked != w_desc()) {
       dnnl::engine& eng = onednn_engine();
       const bool out_of = pass_ == ConvPass::backward_filter;
@@ -193,7 +242,9 @@ class ConvPrimitives {
   ConvPass pass_;
   ConvGeom g_;
   ConvEpilogue epilogue_;  // the forward's
+  bool constant_filter_;
   RunSizeCache<Primitive> cache_;
+  RunSizeCache<Primitive> whole_;  // by thread count
 };
 
 }  // namespace
@@ -201,13 +252,17 @@ class ConvPrimitives {
 Step onednn_conv2d_step(ConvPass pass, const ConvGeom& g, const Operand& a, const Operand& b, const Operand& out,
                         Step fallback, ConvEpilogue epilogue) {
   if (g.n == 0 || g.h == 0 || g.w == 0 || g.c == 0 || g.o == 0 || g.oh == 0 || g.ow == 0) return {};
-  auto prims = std::make_shared<ConvPrimitives>(pass, g, epilogue);
+  const Operand& filter = pass == ConvPass::forward ? b : a;
+  auto prims = std::make_shared<ConvPrimitives>(pass, g, epilogue, filter.constant != nullptr);
   if (!prims->prepare()) return {};
   return [prims, pass, g, a, b, out, fallback, epilogue](Frame& f) {
     const float* pa = static_cast<const float*>(f.ptr[a.buffer]);
     const float* pb = static_cast<const float*>(f.ptr[b.buffer]);
-    const float* bias = epilogue.bias_buffer >= 0 ? static_cast<const float*>(f.ptr[epilogue.bias_buffer]) : nullptr;
+    auto vec = [&](int buffer) { return buffer >= 0 ? static_cast<const float*>(f.ptr[buffer]) : nullptr; };
+    const ConvPrimitives::Vectors vectors{vec(epilogue.bias_buffer), vec(epilogue.scale_buffer),
+                                          vec(epilogue.shift_buffer), vec(epilogue.residual_buffer)};
     float* po = static_cast<float*>(f.ptr[out.buffer]);
+    if (const Primitive* whole = prims->whole()) return prims->run(*whole, 0, pa, pb, po, vectors);
     const int64_t chunks = batch_chunks(g.n);
     // The run sizes' primitives, looked up (or created, for a thread count set since the build) here.
     const Primitive* small = prims->get(g.n / chunks);
@@ -221,7 +276,7 @@ Step onednn_conv2d_step(ConvPass pass, const ConvGeom& g, const Operand& a, cons
       for (int64_t k = lo; k < hi; ++k) {
         const int64_t n0 = chunk_begin(g.n, chunks, k), batch = chunk_begin(g.n, chunks, k + 1) - n0;
         float* dst = pass == ConvPass::backward_filter && k > 0 ? partial + (k - 1) * size : po;
-        prims->run(batch == g.n / chunks ? *small : *large, n0, pa, pb, dst, bias);
+        prims->run(batch == g.n / chunks ? *small : *large, n0, pa, pb, dst, vectors);
       }
     });
     for (int64_t k = 1; k < chunks && partial; ++k) {

@@ -162,26 +162,34 @@ DepthwiseGeom check_depthwise_call(const KernelCall& c, const Shape& x, const Sh
 // The implementation (kernels/impl.h): "direct" runs the loops above, "onednn" oneDNN's grouped
 // convolution (conv_onednn.cc), "auto" oneDNN for float32 where it serves the call with an
 // implementation other than its reference one, and the loops above elsewhere (float64, empty operands).
-Step pick_impl(const KernelCall& c, ConvPass pass, const DepthwiseGeom& d, Step direct_step) {
+Step pick_impl(const KernelCall& c, ConvPass pass, const DepthwiseGeom& d, Step direct_step,
+               ConvEpilogue epilogue = {}) {
   return choose_impl(c, "direct", direct_step, [&] {
     ConvGeom g{d.n, d.h, d.w, d.c, d.kh, d.kw, d.oc(), d.oh, d.ow, d.sh, d.sw, d.pt, d.pl};
     g.dh = d.dh;
     g.dw = d.dw;
     g.groups = d.c;
-    return onednn_conv2d_step(pass, g, c.in[0], c.in[1], c.out[0], direct_step);
+    return onednn_conv2d_step(pass, g, c.in[0], c.in[1], c.out[0], direct_step, epilogue);
   });
 }
 
 }  // namespace
 
+// depthwise_conv2d_fwd (x, w[, bias][, scale][, shift][, residual]) -> y, with the epilogue the plan fuses into it
+// (kernels/conv.h's ConvEpilogue).
 Step build_depthwise_conv2d_fwd(const KernelCall& c) {
-  expect_arity(c, 2, 1);
+  PG_CHECK(c.in.size() >= 2 && c.out.size() == 1, c.kernel.c_str(),
+           "expects at least 2 inputs and 1 output, got %zu and %zu", c.in.size(), c.out.size());
   const Operand x = c.in[0], w = c.in[1], y = c.out[0];
   const DepthwiseGeom g = check_depthwise_call(c, x.shape, w.shape, y.shape);
+  const ConvEpilogue epilogue = conv_epilogue_of(c, g.oc());
   return pick_impl(c, ConvPass::forward, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
-    return [=](Frame& f) { depthwise_conv2d_fwd<T>(cview<T>(f, x), cview<T>(f, w), view<T>(f, y), g); };
-  }));
+    return [=](Frame& f) {
+      depthwise_conv2d_fwd<T>(cview<T>(f, x), cview<T>(f, w), view<T>(f, y), g);
+      apply_conv_epilogue(f, y, epilogue);
+    };
+  }), epilogue);
 }
 
 Step build_depthwise_conv2d_bwd_input(const KernelCall& c) {

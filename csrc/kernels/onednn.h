@@ -22,16 +22,22 @@ namespace pg {
 
 dnnl::engine& onednn_engine();
 
-// While in scope, OpenMP regions started by the calling thread (oneDNN's) run on that thread alone.
-class OneOpenMPThread {
+// While in scope, OpenMP regions started by the calling thread (oneDNN's) run on n threads.
+class OpenMPThreads {
  public:
-  OneOpenMPThread() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
-  ~OneOpenMPThread() { omp_set_num_threads(saved_); }
-  OneOpenMPThread(const OneOpenMPThread&) = delete;
-  OneOpenMPThread& operator=(const OneOpenMPThread&) = delete;
+  explicit OpenMPThreads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~OpenMPThreads() { omp_set_num_threads(saved_); }
+  OpenMPThreads(const OpenMPThreads&) = delete;
+  OpenMPThreads& operator=(const OpenMPThreads&) = delete;
 
  private:
   int saved_;
+};
+
+// While in scope, OpenMP regions started by the calling thread run on that thread alone.
+class OneOpenMPThread : public OpenMPThreads {
+ public:
+  OneOpenMPThread() : OpenMPThreads(1) {}
 };
 
 // The batch split of the convolution and pooling kernels for the current thread count: `chunks` runs

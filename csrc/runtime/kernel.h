@@ -33,6 +33,10 @@ struct Operand {
   int buffer = -1;
   DType dtype = DType::f32;
   Shape shape;
+  // A graph constant's data, fixed and unchanged for the plan's life (Plan::add_step sets it for an
+  // input that is one): a kernel may prepare something from it once, when it first runs. nullptr
+  // for every other buffer.
+  const void* constant = nullptr;
 };
 
 class VarStore;

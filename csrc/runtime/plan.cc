@@ -54,6 +54,8 @@ int Plan::add_feed(DType dtype, const Shape& shape) {
 
 int Plan::add_const(DType dtype, const Shape& shape, const void* data) {
   fixed_ptr_.push_back(const_cast<void*>(data));  // kernels read inputs through const views
+  constants_.resize(fixed_ptr_.size());
+  constants_.back() = data;
   return int(fixed_ptr_.size()) - 1;
 }
 
@@ -74,7 +76,9 @@ void Plan::add_step(const KernelCall& call, int initializes_var) {
       if (o.buffer < 0 || o.buffer >= int(fixed_ptr_.size()))
         throw std::out_of_range(call.kernel + ": operand refers to buffer " + std::to_string(o.buffer) +
                                 " of a plan with " + std::to_string(fixed_ptr_.size()));
-  steps_.push_back({build_step(call), initializes_var});
+  KernelCall marked = call;
+  for (Operand& o : marked.in) o.constant = size_t(o.buffer) < constants_.size() ? constants_[size_t(o.buffer)] : nullptr;
+  steps_.push_back({build_step(marked), initializes_var});
   finalized_ = false;
 }
 

@@ -135,6 +135,7 @@ class Plan {
   std::vector<std::pair<int, int64_t>> temps_;    // (buffer, bytes)
   std::vector<std::pair<int, int64_t>> offsets_;  // (buffer, offset in the arena), when finalized
   std::vector<void*> fixed_ptr_;                // per buffer, null for feeds and temporaries
+  std::vector<const void*> constants_;          // per buffer up to the last constant: its data, else null
   std::vector<StepEntry> steps_;
   std::vector<int> required_vars_;
   std::vector<Operand> fetches_;
