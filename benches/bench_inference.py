@@ -64,7 +64,12 @@ Run:
                                     [--batches 1,32] [--threads 1] [--repeats 3] [--warmup 3]
                                     [--min-time 2.0] [--min-steps 5] [--max-steps 500]
                                     [--peers tensorflow,onnxruntime] [--per-step [--steps-traced 10]]
-                                    [--image-size N] [--depth-multiplier D] [--no-probe]
+                                    [--image-size N] [--depth-multiplier D] [--no-probe] [--csv PATH]
+  python benches/bench_inference.py --chart PNG --chart-from CSV[,CSV]   # draws the runs' CSV files
+
+--csv writes the table (model, batch, threads, library, the median, p10 and p90 in microseconds, the
+peer's median over pygrad's and the CPU). --chart with --chart-from draws those files, without
+running anything: each peer's time over pygrad's per model and batch, one panel per thread count.
 """
 import argparse
 import contextlib
@@ -346,6 +351,68 @@ def per_step(libs, models, frozen_of, args):
             common.per_op_report(lib.module, sess, y, lambda i: {x: images}, args.steps_traced, title)
 
 
+CSV_FIELDS = ("model", "batch", "threads", "library", "median_us", "p10_us", "p90_us", "peer_over_pygrad", "cpu")
+
+
+def write_csv(path, results, models, batches, libraries, threads):
+    """The table as CSV rows (CSV_FIELDS): peer_over_pygrad is the peer's median over pygrad's."""
+    import csv
+    cpu = common.cpu_model()
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(CSV_FIELDS)
+        for name in models:
+            for batch in batches:
+                base = results.median(f"{name} b{batch}", "pygrad")
+                for lib in libraries:
+                    stats = results.median(f"{name} b{batch}", lib)
+                    if stats is None:
+                        continue
+                    ratio = f"{stats[0] / base[0]:.3f}" if base is not None and lib != "pygrad" else ""
+                    out.writerow([name, batch, threads, lib, *(f"{v:.1f}" for v in stats), ratio, cpu])
+    print(f"csv: {path}")
+
+
+def read_csv(path):
+    import csv
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def draw_chart(path, rows):
+    """A PNG of each peer's time over pygrad's per model and batch (above 1: pygrad is faster), one
+    panel per thread count; returns what was written or why not."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "chart skipped: matplotlib is not installed (pip install matplotlib)"
+    threads = sorted({int(r["threads"]) for r in rows})
+    peers = list(dict.fromkeys(r["library"] for r in rows if r["library"] != "pygrad"))
+    fig, axes = plt.subplots(1, len(threads), figsize=(6 * len(threads), 4.2), squeeze=False, sharey=True)
+    for ax, t in zip(axes[0], threads):
+        cases = list(dict.fromkeys((r["model"], r["batch"]) for r in rows if int(r["threads"]) == t))
+        width = 0.8 / max(1, len(peers))
+        for k, peer in enumerate(peers):
+            ratio = {(r["model"], r["batch"]): float(r["peer_over_pygrad"]) for r in rows
+                     if int(r["threads"]) == t and r["library"] == peer}
+            xs = [i + (k - (len(peers) - 1) / 2) * width for i in range(len(cases))]
+            ax.bar(xs, [ratio.get(c, 0.0) for c in cases], width, label=peer)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(range(len(cases)))
+        ax.set_xticklabels([f"{m.split('_')[0]}\nbatch {b}" for m, b in cases], fontsize=8)
+        ax.set_title(f"{t} thread{'s' if t > 1 else ''}")
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("peer time / pygrad time (above 1: pygrad faster)")
+    axes[0][0].legend()
+    fig.suptitle(f"Frozen-model inference, {rows[0]['cpu']}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return f"chart: {path}"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -370,8 +437,16 @@ def main():
     p.add_argument("--per-step-batch", type=int, default=1, help="the batch --per-step traces (default: 1)")
     p.add_argument("--steps-traced", type=int, default=10, help="traced runs per model and library with --per-step")
     p.add_argument("--no-probe", action="store_true", help="leave the oneDNN implementations out of the header")
+    p.add_argument("--csv", help="also write the table here (one row per case and library, the CPU in each)")
+    p.add_argument("--chart", help="with --chart-from: draw this PNG from those CSV files instead of running")
+    p.add_argument("--chart-from", help="comma-separated CSV files written by --csv (one per thread count)")
     common.add_onednn_probe_option(p)
     args = p.parse_args()
+    if args.chart or args.chart_from:
+        if not (args.chart and args.chart_from):
+            p.error("--chart and --chart-from go together")
+        print(draw_chart(args.chart, [row for path in args.chart_from.split(",") for row in read_csv(path)]))
+        return
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     peers = [s.strip() for s in args.peers.split(",") if s.strip() and s.strip() != "none"]
     batches = [int(b) for b in args.batches.split(",")]
@@ -429,6 +504,8 @@ def main():
           f"min_steps={args.min_steps} (median over repeats of per-repeat statistics, microseconds); load average "
           f"{load_at_start} at the start, {' '.join(f'{v:.2f}' for v in os.getloadavg())} at the end")
     results.print_table()
+    if args.csv:
+        write_csv(args.csv, results, models, batches, [lib.name for lib in libs], args.threads)
     for name, diff in differences.items():
         print(f"{name}: max |logits - pygrad's| / max |pygrad's| over batches {args.batches}: " +
               (", ".join(f"{lib} {d:.1e}" for lib, d in diff.items()) or "no peer"))

@@ -212,14 +212,26 @@ def test_inference_bench_frozen_model_agrees_with_tensorflow_and_onnxruntime(tf_
 
 def test_inference_bench_runs_in_a_tiny_mode(tmp_path):
     """benches/bench_inference.py end to end on the small MobileNet v1, pygrad alone: the table, and
-    --per-step's per-op-type costs, whose rows add up to the traced run and show the fused steps."""
+    --per-step's per-op-type costs, whose rows add up to the traced run and show the fused steps; the
+    CSV file and the chart drawn from such files."""
     import subprocess
+    import bench_inference
     tiny = ["--models", "mobilenet_v1", "--image-size", "64", "--depth-multiplier", "0.25", "--peers", "none"]
     out = subprocess.run([sys.executable, str(BENCHES / "bench_inference.py"), *tiny, "--batches", "1,2",
-                          "--repeats", "1", "--warmup", "1", "--min-time", "0", "--min-steps", "2", "--no-probe"],
+                          "--repeats", "1", "--warmup", "1", "--min-time", "0", "--min-steps", "2", "--no-probe",
+                          "--csv", "t1.csv"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True).stdout
     rows = [line.split() for line in out.splitlines() if line.startswith("mobilenet_v1 b")]
     assert [r[:3] for r in rows] == [["mobilenet_v1", "b1", "pygrad"], ["mobilenet_v1", "b2", "pygrad"]], out
+    written = bench_inference.read_csv(tmp_path / "t1.csv")
+    assert [(r["model"], r["batch"], r["threads"], r["library"]) for r in written] == \
+        [("mobilenet_v1", "1", "1", "pygrad"), ("mobilenet_v1", "2", "1", "pygrad")]
+    assert [float(r["median_us"]) for r in written] == [float(r[3]) for r in rows]
+    # a chart of a peer's ratios, from rows as two runs' files give them
+    peer_rows = written + [{**r, "library": "tensorflow", "peer_over_pygrad": "1.25"} for r in written]
+    peer_rows += [{**r, "threads": "2"} for r in peer_rows]
+    assert bench_inference.draw_chart(tmp_path / "chart.png", peer_rows) == f"chart: {tmp_path / 'chart.png'}"
+    assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     out = subprocess.run([sys.executable, str(BENCHES / "bench_inference.py"), *tiny, "--per-step",
                           "--steps-traced", "3"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True).stdout
