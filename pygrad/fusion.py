@@ -41,6 +41,11 @@ The fused step runs where the group's last step ran: the scale and shift of a fr
 are computed from its constants after the convolution in the plan's order. Jump targets and loop
 bounds are renumbered for the steps removed.
 
+Before it, fuse_input_pads: a zero Pad of a convolution's input along height and width (ResNet's
+explicit padding before its strided convolutions), read by the convolution alone, becomes the
+convolution's own pad_top and pad_left (the bottom and right follow from the output size), when the
+sum is less than the filter and every window still overlaps the input; the padded copy is never made.
+
 A third pass, elide_loop_copies: at the end of each iteration a while loop copies each new value
 of a loop variable, computed into a temporary o, into the variable's buffer v (Program.carries,
 the `copy` steps the While lowering records). The copy is dropped, and the step that computes o
@@ -58,7 +63,7 @@ row in place: O(row) work per read instead of O(array). dynamic_rnn's input grad
 one row per time step.
 """
 from pygrad.kernels import BINARY_FWD, BROADCAST_TO, CONST_BUFFER, CONV2D_FWD, COPY, DEPTHWISE_CONV2D_FWD, \
-    FEED_BUFFER, FILL, SOFTMAX_NLL, TA_WRITE, TEMP_BUFFER, UNARY_BWD, UNARY_FWD, VAR_BUFFER
+    FEED_BUFFER, FILL, PAD_FWD, SOFTMAX_NLL, TA_WRITE, TEMP_BUFFER, UNARY_BWD, UNARY_FWD, VAR_BUFFER
 # The softmax pattern is matched by the ops its steps lower (graph-level op types), and its gradient
 # half is what the gradient rules of these modules write: Log's (dy * reciprocal(x)), Mul's, Neg's
 # (-dy), Sum's and Mean's (BroadcastLike, scaled for the mean) and Softmax's (SoftmaxGrad).
@@ -243,14 +248,7 @@ def fuse_epilogues(program, fetched):
     steps = program.steps
     if not any(s.kernel in _CONVOLUTIONS for s in steps):
         return
-    readers = {}
-    for k, s in enumerate(steps):
-        for o in s.ins:
-            if o is not None:
-                readers.setdefault(id(o.buffer), []).append(k)
-    kept_out = {id(o.buffer) for o in fetched}
-    targets = {s.attrs["target"].index for s in steps if s.kernel is None}
-    targets.update(i for loop in program.loops for i in loop)
+    readers, kept_out, targets = _readers(steps), {id(o.buffer) for o in fetched}, _jump_targets(program)
 
     def only_reader(buffer):  # the one step that reads a temporary the run does not fetch, or None
         r = readers.get(id(buffer), ())
@@ -258,8 +256,9 @@ def fuse_epilogues(program, fetched):
 
     fused_at, removed, taken = {}, set(), set()
     for i, s in enumerate(steps):
-        group = _epilogue(steps, i, only_reader, targets) if s.kernel in _CONVOLUTIONS and len(s.ins) == 2 else None
-        if group is None or taken & set(group[0]):  # an add of two convolutions joins the first
+        group = _epilogue(steps, i, only_reader, targets, taken) if s.kernel in _CONVOLUTIONS and len(s.ins) == 2 \
+            else None
+        if group is None:
             continue
         taken.update(group[0])
         members, parts, activation = group
@@ -269,13 +268,20 @@ def fuse_epilogues(program, fetched):
         fused_at[members[-1]] = type(s)(s.op, s.kernel, ins, steps[members[-1]].outs, attrs, reads, s.init_var,
                                         _ops_of([steps[k] for k in members], s.op))
         removed.update(members[:-1])
-    if not fused_at:
+    _rewrite(program, fused_at, removed)
+
+
+def _rewrite(program, replaced, removed):
+    """program.steps with steps[k] replaced by replaced[k] and the steps in removed left out; jump
+    targets and loop bounds renumbered (a removed step's jumps land on the next step kept)."""
+    steps = program.steps
+    if not replaced and not removed:
         return
     new, old_to_new = [], {}
     for k, s in enumerate(steps):
-        old_to_new[k] = len(new)  # a removed step's jumps land on the next step kept
+        old_to_new[k] = len(new)
         if k not in removed:
-            new.append(fused_at.get(k, s))
+            new.append(replaced.get(k, s))
     old_to_new[len(steps)] = len(new)
     labels = {id(s.attrs["target"]): s.attrs["target"] for s in steps if s.kernel is None}
     for label in labels.values():
@@ -284,12 +290,77 @@ def fuse_epilogues(program, fetched):
     steps[:] = new
 
 
-def _epilogue(steps, i, only_reader, targets):
+def _readers(steps):
+    """{id(buffer): the indices of the steps that read it}."""
+    readers = {}
+    for k, s in enumerate(steps):
+        for o in s.ins:
+            if o is not None:
+                readers.setdefault(id(o.buffer), []).append(k)
+    return readers
+
+
+def _jump_targets(program):
+    targets = {s.attrs["target"].index for s in program.steps if s.kernel is None}
+    targets.update(i for loop in program.loops for i in loop)
+    return targets
+
+
+def fuse_input_pads(program, fetched):
+    """Rewrites program.steps in place; fetched: the operands the plan returns."""
+    steps = program.steps
+    if not any(s.kernel in _CONVOLUTIONS for s in steps):
+        return
+    readers, kept_out, targets = _readers(steps), {id(o.buffer) for o in fetched}, _jump_targets(program)
+    replaced, removed = {}, set()
+    for i, s in enumerate(steps):
+        if s.kernel not in _CONVOLUTIONS or len(s.ins) != 2:
+            continue
+        padded = s.ins[0]  # a temporary the convolution alone reads, made by a pad step before it
+        if padded.buffer.kind != TEMP_BUFFER or id(padded.buffer) in kept_out or readers.get(id(padded.buffer)) != [i]:
+            continue
+        k = _maker(steps, padded.buffer)
+        if k is None or k > i or steps[k].kernel != PAD_FWD or \
+                any(j in targets or steps[j].kernel is None for j in range(k + 1, i + 1)):
+            continue
+        pad = steps[k]
+        attrs = _padded_attrs(pad, s)
+        x = pad.ins[0]
+        if attrs is None or any(o.buffer is x.buffer for j in range(k + 1, i) for o in steps[j].outs):
+            continue
+        replaced[i] = type(s)(s.op, s.kernel, [x, s.ins[1]], s.outs, {**s.attrs, **attrs},
+                              list(dict.fromkeys(pad.reads_vars + s.reads_vars)), s.init_var, _ops_of([pad, s], s.op))
+        removed.add(k)
+    _rewrite(program, replaced, removed)
+
+
+def _padded_attrs(pad, conv):
+    """The convolution's pad_top and pad_left taking in a zero pad of its input's height and width
+    (a pad_fwd step), or None when the pad is another or the sum does not fit the kernel's rules:
+    less than the (dilated) filter and every window overlapping the unpadded input."""
+    paddings, x = list(pad.attrs.get("paddings", ())), pad.ins[0]
+    if pad.attrs.get("mode") != 0 or pad.attrs.get("constant_value", 0.0) != 0 or len(paddings) != 8 or \
+            any(paddings[k] for k in (0, 1, 6, 7)):
+        return None
+    kh, kw = conv.ins[1].dims[:2]
+    dh, dw = conv.attrs.get("dilations", (1, 1))
+    sh, sw = conv.attrs["strides"]
+    oh, ow = conv.outs[0].dims[1:3]
+    top, left = conv.attrs["pad_top"] + paddings[2], conv.attrs["pad_left"] + paddings[4]
+    if top >= (kh - 1) * dh + 1 or left >= (kw - 1) * dw + 1 or (oh - 1) * sh - top >= x.dims[1] or \
+            (ow - 1) * sw - left >= x.dims[2]:
+        return None
+    return {"pad_top": top, "pad_left": left}
+
+
+def _epilogue(steps, i, only_reader, targets, taken):
     """(the indices of the group's steps, the convolution's first, {"bias": operand or None, "scale",
     "shift", "residual": ...}, the activation's code) for the convolution at i, or None. The fused
     step takes the place of the group's last step, where every operand has been computed: the steps
     in between are straight-line code (no jumps, no jump targets) that reads none of the group's
-    values and writes none of its inputs after the group's step that read it."""
+    values and writes none of its inputs after the group's step that read it. A step of an earlier
+    group (taken) ends the group: the add of two convolutions' values joins the first of them, and
+    the second's group stops before it (ResNet's projection shortcut and its last convolution)."""
     out = steps[i].outs[0]
     channels = out.dims[-1]
     parts = dict.fromkeys(("bias", "scale", "shift", "residual"))
@@ -297,7 +368,7 @@ def _epilogue(steps, i, only_reader, targets):
 
     def next_member(opdef):  # the step that reads the group's value so far, alone, if it computes opdef
         j = only_reader(current.buffer)
-        if j is None or j <= members[-1] or not _computes(steps[j], opdef) or \
+        if j is None or j <= members[-1] or j in taken or not _computes(steps[j], opdef) or \
                 tuple(steps[j].outs[0].dims) != tuple(out.dims):
             return None
         return j

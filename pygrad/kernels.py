@@ -13,6 +13,7 @@ COPY = "copy"  # y = x, same dtype and shape (cast converts)
 FILL = "fill"
 CONV2D_FWD = "conv2d_fwd"
 DEPTHWISE_CONV2D_FWD = "depthwise_conv2d_fwd"
+PAD_FWD = "pad_fwd"
 SOFTMAX_NLL = "softmax_nll"
 TA_WRITE = "ta_write"
 

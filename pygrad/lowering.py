@@ -21,7 +21,7 @@ import numpy as np
 
 from pygrad import _C, errors
 from pygrad.dtypes import ALL_DTYPES, MEMORY_BYTES
-from pygrad.fusion import accumulate_read_gradients, elide_loop_copies, fuse, fuse_epilogues
+from pygrad.fusion import accumulate_read_gradients, elide_loop_copies, fuse, fuse_epilogues, fuse_input_pads
 from pygrad.graph import Operation, reachable
 from pygrad.host import HostValues, ran_before
 from pygrad.kernels import CONST_BUFFER, COPY, FEED_BUFFER, TEMP_BUFFER, VAR_BUFFER
@@ -90,6 +90,7 @@ def compile_run(elements, feed_tensors, feed_shapes, store, fast=None):
     host = HostValues(fetch_tensors, feed_tensors, program)
     fetches = host.plan_fetches
     program.steps = fuse(program.steps, fetches)
+    fuse_input_pads(program, fetches)
     fuse_epilogues(program, fetches)
     elide_loop_copies(program, fetches)
     accumulate_read_gradients(program, fetches)

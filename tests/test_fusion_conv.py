@@ -165,15 +165,68 @@ def test_residual_block_is_one_step_per_convolution():
 
 
 def test_sum_of_two_convolutions_joins_one_of_them():
-    """conv(x, w1) + conv(x, w2): the add is either convolution's residual, and joins one only."""
+    """conv(x, w1) + conv(x, w2): the add is either convolution's residual, and joins one only; with
+    a batch norm after each (ResNet's projection shortcut), the other keeps its own."""
     rng = np.random.default_rng(6)
     x = tf.placeholder(tf.float32, [None, 6, 6, 4])
     a, b = (tf.nn.conv2d(x, tf.constant(rng.standard_normal((3, 3, 4, 4)).astype(np.float32)), [1, 1, 1, 1], "SAME")
             for _ in range(2))
     y = a + b
     xv = rng.standard_normal((2, 6, 6, 4)).astype(np.float32)
+    stats = [rng.uniform(0.5, 1.5, 4).astype(np.float32) for _ in range(4)]
+    bn_a, bn_b = (tf.nn.fused_batch_norm(t, *stats, is_training=False)[0] for t in (a, b))
+    z = tf.nn.relu(bn_a + bn_b)
     with tf.Session() as sess:
         fused = sess.run(y, {x: xv})
         assert sorted(_fused_ops(sess)) == [["Conv2D"], ["Conv2D", "Add"]]
         av, bv = sess.run([a, b], {x: xv})
+        fused_z = sess.run(z, {x: xv})
+        assert sorted(s for s in _fused_ops(sess) if s[0] == "Conv2D") == \
+            [["Conv2D", "Mul", "Add"], ["Conv2D", "Mul", "Add", "Add", "Relu"]], _fused_ops(sess)
+        unfused_z = sess.run([z, bn_a, bn_b], {x: xv})[0]
     np.testing.assert_allclose(fused, av + bv, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(fused_z, unfused_z, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind,pad,k,stride", [("conv2d", 1, 3, 2), ("conv2d", 3, 7, 2), ("depthwise", 1, 3, 2),
+                                               ("conv2d", 2, 3, 1)])
+def test_zero_pad_of_the_input_becomes_the_convolutions_padding(kind, pad, k, stride):
+    """TF-Slim's conv2d_same (ResNet): tf.pad of height and width, then a VALID convolution. One
+    step reads the unpadded input, with the values of the pad and convolution run apart (when the
+    padded tensor is fetched)."""
+    rng = np.random.default_rng(7)
+    x = tf.placeholder(tf.float32, [None, 11, 10, 3])
+    padded = tf.pad(x, [[0, 0], [pad, pad], [pad, pad], [0, 0]])
+    w = tf.constant(rng.standard_normal((k, k, 3, 4 if kind == "conv2d" else 2)).astype(np.float32))
+    conv = tf.nn.conv2d if kind == "conv2d" else tf.nn.depthwise_conv2d_native
+    y = tf.nn.relu(conv(padded, w, [1, stride, stride, 1], "VALID"))
+    xv = rng.standard_normal((2, 11, 10, 3)).astype(np.float32)
+    with tf.Session() as sess:
+        fused = sess.run(y, {x: xv})
+        assert _fused_ops(sess) == [[{"conv2d": "Conv2D", "depthwise": "DepthwiseConv2dNative"}[kind], "Pad", "Relu"]]
+        unfused = sess.run([y, padded], {x: xv})[0]
+        assert ["Pad"] in _fused_ops(sess)
+    np.testing.assert_allclose(fused, unfused, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("paddings,mode,value", [
+    ([[0, 0], [1, 1], [1, 1], [0, 0]], "CONSTANT", 1.0),  # not zeros
+    ([[0, 0], [1, 1], [1, 1], [1, 0]], "CONSTANT", 0.0),  # channels padded
+    ([[1, 0], [1, 1], [1, 1], [0, 0]], "CONSTANT", 0.0),  # the batch padded
+    ([[0, 0], [1, 1], [1, 1], [0, 0]], "REFLECT", 0.0),
+    ([[0, 0], [3, 3], [0, 0], [0, 0]], "CONSTANT", 0.0),  # as much as the filter
+])
+def test_other_pads_stay_steps(paddings, mode, value):
+    rng = np.random.default_rng(8)
+    x = tf.placeholder(tf.float32, [2, 7, 7, 3])
+    padded = tf.pad(x, paddings, mode=mode, constant_values=value)
+    w = tf.constant(rng.standard_normal((3, 3, padded.shape[-1].value, 4)).astype(np.float32))
+    y = tf.nn.conv2d(padded, w, [1, 1, 1, 1], "VALID")
+    xv = rng.standard_normal((2, 7, 7, 3)).astype(np.float32)
+    with tf.Session() as sess:
+        got = sess.run(y, {x: xv})
+        assert ["Pad"] in _fused_ops(sess)
+        pv = sess.run(padded, {x: xv})
+    wv, (oh, ow) = w.op.attrs["value"], got.shape[1:3]
+    want = sum(np.einsum("nhwc,co->nhwo", pv[:, i:i + oh, j:j + ow], wv[i, j]) for i in range(3) for j in range(3))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
