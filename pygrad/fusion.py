@@ -300,6 +300,11 @@ def _readers(steps):
     return readers
 
 
+def _written(st):
+    """The ids of the buffers step st writes (a variable's writer has it as its output)."""
+    return {id(o.buffer) for o in st.outs}
+
+
 def _jump_targets(program):
     targets = {s.attrs["target"].index for s in program.steps if s.kernel is None}
     targets.update(i for loop in program.loops for i in loop)
@@ -326,7 +331,7 @@ def fuse_input_pads(program, fetched):
         pad = steps[k]
         attrs = _padded_attrs(pad, s)
         x = pad.ins[0]
-        if attrs is None or any(o.buffer is x.buffer for j in range(k + 1, i) for o in steps[j].outs):
+        if attrs is None or any(id(x.buffer) in _written(steps[j]) for j in range(k + 1, i)):
             continue
         replaced[i] = type(s)(s.op, s.kernel, [x, s.ins[1]], s.outs, {**s.attrs, **attrs},
                               list(dict.fromkeys(pad.reads_vars + s.reads_vars)), s.init_var, _ops_of([pad, s], s.op))
@@ -403,7 +408,7 @@ def _epilogue(steps, i, only_reader, targets, taken):
         return None
 
     def written_after(k):  # the buffers written after step k, up to last, by steps not of the group
-        return {id(o.buffer) for j in range(k + 1, last + 1) if j not in members for o in steps[j].outs}
+        return {b for j in range(k + 1, last + 1) if j not in members for b in _written(steps[j])}
 
     if any(id(o.buffer) in written_after(k) for k, o in [(i, o) for o in steps[i].ins] + read_at):
         return None

@@ -227,6 +227,30 @@ def test_other_pads_stay_steps(paddings, mode, value):
         got = sess.run(y, {x: xv})
         assert ["Pad"] in _fused_ops(sess)
         pv = sess.run(padded, {x: xv})
-    wv, (oh, ow) = w.op.attrs["value"], got.shape[1:3]
+    wv, (oh, ow), pv = w.op.attrs["value"].astype(np.float64), got.shape[1:3], pv.astype(np.float64)
     want = sum(np.einsum("nhwc,co->nhwo", pv[:, i:i + oh, j:j + ow], wv[i, j]) for i in range(3) for j in range(3))
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got, want, rtol=3e-5, atol=3e-5)
+
+
+def test_an_assign_of_the_filter_between_the_parts_keeps_the_convolution_first():
+    """The fused step runs where its last part ran. When the run also assigns the filter, after the
+    convolution reads it (TF's order for a read that the write does not depend on) and before the
+    scale the convolution's output is multiplied by (computed from the assign's result), the
+    convolution reads the filter as it was: the group is not moved across the write."""
+    rng = np.random.default_rng(9)
+    x = tf.placeholder(tf.float32, [2, 5, 5, 3])
+    w = tf.Variable(rng.standard_normal((3, 3, 3, 4)).astype(np.float32))
+    conv = tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME")
+    halve = tf.assign(w, w * 0.5)
+    gamma = rng.uniform(0.5, 1.5, 4).astype(np.float32)
+    scale = tf.constant(gamma) + 0.0 * tf.reduce_sum(halve)
+    y = tf.nn.relu(conv * scale + 0.25)
+    xv = rng.standard_normal((2, 5, 5, 3)).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        c = sess.run(conv, {x: xv})
+        sess.run(tf.global_variables_initializer())
+        got = sess.run(y, {x: xv})
+        order = [s[0] for s in _fused_ops(sess)]
+        assert order.index("Conv2D") < order.index("Assign"), _fused_ops(sess)
+    np.testing.assert_allclose(got, np.maximum(c * gamma + 0.25, 0), rtol=1e-6, atol=1e-6)
