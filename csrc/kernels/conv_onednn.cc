@@ -28,8 +28,8 @@
 // output's layout, and the activation an eltwise post-op (relu, or clip_v2 to [0, 6] for relu6),
 // applied to each output value while it is in registers.
 //
-// Scratch: each primitive's scratchpad, and the blocked filter, are the calling thread's scratch
-// (pg/scratch.h).
+// Scratch: each primitive's scratchpad, and the blocked filter (but a constant's, kept), are the
+// calling thread's scratch (pg/scratch.h).
 //
 // Served: every float32 convolution with nonempty operands for which oneDNN has an implementation
 // other than its reference one (which is slower than im2col); conv.cc (depthwise.cc) keeps the others.
