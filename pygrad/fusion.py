@@ -250,11 +250,10 @@ def fuse_epilogues(program, fetched):
         return
     readers, kept_out, targets = _readers(steps), {id(o.buffer) for o in fetched}, _jump_targets(program)
 
-    def only_reader(buffer):  # the one step that reads a temporary the run does not fetch, or None
-        r = readers.get(id(buffer), ())
-        return r[0] if buffer.kind == TEMP_BUFFER and len(r) == 1 and id(buffer) not in kept_out else None
+    def only_reader(buffer):
+        return _sole_reader(readers, kept_out, buffer)
 
-    fused_at, removed, taken = {}, set(), set()
+    fused_at, taken = {}, set()
     for i, s in enumerate(steps):
         group = _epilogue(steps, i, only_reader, targets, taken) if s.kernel in _CONVOLUTIONS and len(s.ins) == 2 \
             else None
@@ -267,8 +266,7 @@ def fuse_epilogues(program, fetched):
         attrs = {**s.attrs, **{k: int(v is not None) for k, v in parts.items()}, "activation": activation}
         fused_at[members[-1]] = type(s)(s.op, s.kernel, ins, steps[members[-1]].outs, attrs, reads, s.init_var,
                                         _ops_of([steps[k] for k in members], s.op))
-        removed.update(members[:-1])
-    _rewrite(program, fused_at, removed)
+    _rewrite(program, fused_at, taken - set(fused_at))
 
 
 def _rewrite(program, replaced, removed):
@@ -290,6 +288,12 @@ def _rewrite(program, replaced, removed):
     steps[:] = new
 
 
+def _sole_reader(readers, kept_out, buffer):
+    """The index of the one step that reads buffer, a temporary the run does not fetch; else None."""
+    r = readers.get(id(buffer), ())
+    return r[0] if buffer.kind == TEMP_BUFFER and len(r) == 1 and id(buffer) not in kept_out else None
+
+
 def _readers(steps):
     """{id(buffer): the indices of the steps that read it}."""
     readers = {}
@@ -306,6 +310,7 @@ def _written(st):
 
 
 def _jump_targets(program):
+    """The steps a jump lands on, and the first and last steps of each loop."""
     targets = {s.attrs["target"].index for s in program.steps if s.kernel is None}
     targets.update(i for loop in program.loops for i in loop)
     return targets
@@ -322,7 +327,7 @@ def fuse_input_pads(program, fetched):
         if s.kernel not in _CONVOLUTIONS or len(s.ins) != 2:
             continue
         padded = s.ins[0]  # a temporary the convolution alone reads, made by a pad step before it
-        if padded.buffer.kind != TEMP_BUFFER or id(padded.buffer) in kept_out or readers.get(id(padded.buffer)) != [i]:
+        if _sole_reader(readers, kept_out, padded.buffer) != i:
             continue
         k = _maker(steps, padded.buffer)
         if k is None or k > i or steps[k].kernel != PAD_FWD or \
