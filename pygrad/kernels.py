@@ -15,7 +15,10 @@ CONV2D_FWD = "conv2d_fwd"
 DEPTHWISE_CONV2D_FWD = "depthwise_conv2d_fwd"
 PAD_FWD = "pad_fwd"
 SOFTMAX_NLL = "softmax_nll"
+FUSED_ELEMENTWISE = "fused_elementwise"
 TA_WRITE = "ta_write"
+STACK_PUSH = "stack_push"
+STACK_POP = "stack_pop"
 
 # ---- the kinds of a plan's buffers (lowering.Buffer.kind; the native Plan's add_feed, add_const,
 # add_var and add_temp)

@@ -21,10 +21,10 @@ import numpy as np
 
 from pygrad import _C, errors
 from pygrad.dtypes import ALL_DTYPES, MEMORY_BYTES
-from pygrad.fusion import accumulate_read_gradients, elide_loop_copies, fuse, fuse_epilogues, fuse_input_pads
 from pygrad.graph import Operation, reachable
 from pygrad.host import HostValues, ran_before
 from pygrad.kernels import CONST_BUFFER, COPY, FEED_BUFFER, TEMP_BUFFER, VAR_BUFFER
+from pygrad.passes import optimize
 from pygrad.registry import (AFTER, ALIAS, CONST, CUSTOM, FEED, HOST, KERNEL, MAX_RANK, NOOP, VALUE, VARIABLE,
                              DTypeRuleError, RuleError, Spec)
 from pygrad.shapes import TensorShape
@@ -89,11 +89,7 @@ def compile_run(elements, feed_tensors, feed_shapes, store, fast=None):
     program = lower(schedule(value_ops, fed), specs, values, fed, store, plan_ops(value_ops))
     host = HostValues(fetch_tensors, feed_tensors, program)
     fetches = host.plan_fetches
-    program.steps = fuse(program.steps, fetches)
-    fuse_input_pads(program, fetches)
-    fuse_epilogues(program, fetches)
-    elide_loop_copies(program, fetches)
-    accumulate_read_gradients(program, fetches)
+    optimize(program, fetches)
     plan_buffers, where = assign_buffers([program.buffer_of[t] for t in host.native_feeds], program.steps, fetches,
                                          program.loops)
     largest = max((b for b in where if b.kind == TEMP_BUFFER), key=lambda b: b.nbytes, default=None)

@@ -1,12 +1,13 @@
 """TF1's between-graph replication across processes: TensorFlow's mnist_replica program
-(tests/mnist_replica_program.py, `import tensorflow`) run unchanged by `python -m pygrad` as one
-ps and two worker processes on this machine, the variables living in the ps process (train/
-cluster_service.py, train/remote_run.py). Checked: the async run reaches the test accuracy of
-the same number of steps trained in one process (within 1.5 points of the mean of five batch
-orders); every global step is taken once; a worker killed and started again rejoins and trains; a worker whose cluster is not there
-fails with UnavailableError naming the address; credentials of another user are refused; with
-SyncReplicasOptimizer the workers step together, and each update is the wrapped optimizer's on
-the mean of the workers' gradients (against a NumPy run of the same steps)."""
+(tests/mnist_replica_program.py, `import tensorflow`) run unchanged by `python -m pygrad` as one ps
+and two worker processes on this machine, the variables living in the ps process (train/
+cluster_service.py, train/remote_run.py). Checked: the async run reaches the test accuracy of the
+same number of steps trained in one process (within 1.5 points of the mean of five batch orders);
+every global step is taken once; a worker killed and started again rejoins and trains; a worker
+whose cluster is not there fails with UnavailableError naming the address; credentials of another
+user are refused; with SyncReplicasOptimizer the workers step together, and each update is the
+wrapped optimizer's on the mean of the workers' gradients (against a NumPy run of the same
+steps)."""
 import json
 import os
 import pathlib

@@ -1,8 +1,9 @@
 """The vectorized float32 exp, sigmoid and tanh (csrc/kernels/vmath.cc, run by the unary kernel on
-float32 arrays): each result must be the correctly rounded float of the float64 value but in rare
-cases (then one ulp off), over several million inputs across the whole range, the edges included;
-NaN stays NaN; array lengths that are not multiples of the vector width; and a graph's values
-against TensorFlow where installed."""
+float32 arrays), over several million inputs across the whole range, the edges included: exp must be
+the correctly rounded float of the float64 value but in rare cases (then one ulp off), sigmoid
+within 2 ulp of it (2 ulp in at most one result in 1,000) and tanh within 1 ulp; NaN stays NaN;
+array lengths that are not multiples of the vector width; and a graph's values against TensorFlow
+where installed."""
 import numpy as np
 import pytest
 
@@ -15,6 +16,8 @@ EDGES = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-30, -1e-30, 1e-5, -1e-5
                   np.finfo(np.float32).tiny], np.float64)
 
 REFERENCE = {"exp": np.exp, "sigmoid": lambda v: 1 / (1 + np.exp(-v)), "tanh": np.tanh}
+# op: (the most ulps from the correctly rounded float, the share of results that many off at most)
+ULPS = {"exp": (1, 1e-6), "sigmoid": (2, 1e-3), "tanh": (1, 0.2)}
 
 
 def unary(op, x):
@@ -27,11 +30,12 @@ def inputs():
     rng = np.random.default_rng(0)
     wide = rng.uniform(-120, 100, 1_000_000)
     scales = [rng.standard_normal(500_000) * s for s in (1e-4, 0.1, 1, 8)]
-    return np.concatenate([EDGES, wide, *scales]).astype(np.float32)
+    near_polynomial_edge = np.linspace(-0.7, 0.7, 1_000_001)  # tanh's two formulas meet at 0.625
+    return np.concatenate([EDGES, wide, *scales, near_polynomial_edge]).astype(np.float32)
 
 
 @pytest.mark.parametrize("op", sorted(REFERENCE))
-def test_correctly_rounded(op):
+def test_ulps_from_the_correctly_rounded_value(op):
     x = inputs()
     with np.errstate(over="ignore"):
         want = REFERENCE[op](x.astype(np.float64)).astype(np.float32)
@@ -39,8 +43,9 @@ def test_correctly_rounded(op):
     nan = np.isnan(want)
     np.testing.assert_array_equal(np.isnan(got), nan)
     ulps = np.abs(got[~nan].view(np.int32).astype(np.int64) - want[~nan].view(np.int32).astype(np.int64))
-    assert ulps.max() <= 1, (op, x[~nan][ulps.argmax()])
-    assert (ulps != 0).sum() <= 3, (op, x[~nan][ulps != 0])
+    most, share = ULPS[op]
+    assert ulps.max() <= most, (op, x[~nan][ulps.argmax()], ulps.max())
+    assert (ulps == most).mean() <= share, (op, (ulps == most).mean())
     if op == "tanh":  # tanh(-0) = -0
         np.testing.assert_array_equal(np.signbit(got[x == 0]), np.signbit(x[x == 0]))
 
@@ -51,7 +56,7 @@ def test_lengths_and_aliasing(op, n):
     x = np.random.default_rng(n).standard_normal(n).astype(np.float32) * 3
     want = unary(op, x.astype(np.float64)).astype(np.float32)
     got = unary(op, x)
-    np.testing.assert_allclose(got, want, rtol=2e-7, atol=1e-30)
+    np.testing.assert_allclose(got, want, rtol=3e-7, atol=1e-30)
     _C.call("unary_fwd", [x], [x], {"op": op})  # in place
     np.testing.assert_array_equal(x, got)
 

@@ -184,11 +184,11 @@ def test_matches_tensorflow():
 
 def _loop_results_and_steps(build, monkeypatch, elide, passes=("elide_loop_copies",)):
     """The values `build()` fetches, and the plan's kernels, with the loop passes on or off."""
-    from pygrad import fusion, lowering
+    from pygrad import fusion, lowering, passes as plan_passes
     from pygrad.session_store import SessionStore
     if not elide:
         for name in passes:
-            monkeypatch.setattr(lowering, name, lambda program, fetched: None)
+            monkeypatch.setattr(plan_passes, name, lambda program, fetched: None)
     g = tf.Graph()
     with g.as_default():
         fetches = build()
@@ -196,7 +196,7 @@ def _loop_results_and_steps(build, monkeypatch, elide, passes=("elide_loop_copie
         with tf.Session() as sess:
             values = sess.run(fetches)
     for name in passes:
-        monkeypatch.setattr(lowering, name, getattr(fusion, name))
+        monkeypatch.setattr(plan_passes, name, getattr(fusion, name))
     return values, run.plan.num_steps
 
 

@@ -138,15 +138,15 @@ inline void binary_inner(const T* a, bool va, const T* b, bool vb, R* c, int64_t
 
 }  // namespace
 
-template <class Op, class = void> struct has_array : std::false_type {};
-template <class Op> struct has_array<Op, std::void_t<decltype(&Op::array)>> : std::true_type {};
-
 // y = op(x), elementwise. x, y: the same shape. y may alias x.
+// The vectorized transcendentals (exp, sigmoid, tanh: about 0.5 ns an element) split into chunks an
+// eighth as long: a recurrent cell's [128, 128] gate runs on two threads.
 template <class Op, class T> void unary_fwd(ConstView<T> x, View<T> y, Op op) {
   const T* px = x.data;
   T* py = y.data;
-  parallel_for(x.size(), kGrain, [&](int64_t lo, int64_t hi) {
-    if constexpr (std::is_same_v<T, float> && has_array<Op>::value) {
+  constexpr bool vectorized = std::is_same_v<T, float> && has_array<Op>::value;
+  parallel_for(x.size(), vectorized ? kGrain / 8 : kGrain, [&](int64_t lo, int64_t hi) {
+    if constexpr (vectorized) {
       Op::array(px + lo, py + lo, hi - lo);
     } else {
       for (int64_t i = lo; i < hi; ++i) py[i] = op(px[i]);

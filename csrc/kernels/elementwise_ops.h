@@ -128,6 +128,8 @@ struct Sign {  // -1, 0 or 1; floats keep the sign of zero and NaN stays NaN
   template <class T> T operator()(T x) const { return x > T(0) ? T(1) : x < T(0) ? T(-1) : x; }
 };
 // An op with a static array(x, y, n) has unary_fwd call it for float32 (pg/vmath.h's vectorized loops).
+template <class Op, class = void> struct has_array : std::false_type {};
+template <class Op> struct has_array<Op, std::void_t<decltype(&Op::array)>> : std::true_type {};
 struct Exp {
   static constexpr Domain domain = Domain::floating;
   template <class T> T operator()(T x) const { return std::exp(x); }

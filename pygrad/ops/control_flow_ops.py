@@ -19,6 +19,7 @@ import contextlib
 
 from pygrad import dtypes, errors, nest
 from pygrad.graph import Tensor, get_default_graph, unwrap
+from pygrad.kernels import STACK_POP, STACK_PUSH
 from pygrad.ops import array_ops, math_ops
 from pygrad.registry import BETWEEN, CUSTOM, NOOP, OpDef, Spec
 from pygrad.shapes import TensorShape, as_shape
@@ -112,7 +113,7 @@ def _pop(ctx, region):
     saved = {}
     for t in region.pops:
         o = ctx.temp(ctx.program.specs[t])
-        ctx.step("stack_pop", [], [o], {"stack": ctx.program.stack_id((region, t))})
+        ctx.step(STACK_POP, [], [o], {"stack": ctx.program.stack_id((region, t))})
         saved[t] = ctx.program.buffer_of.get(t)
         ctx.program.buffer_of[t] = o.buffer
     return saved
@@ -137,7 +138,7 @@ def _lower_part(ctx, region, inner):
     pushed = _pushes(ctx, region)
     ctx.lower_region(region, region.outputs + [t for t, _ in pushed], inner)
     for t, stack in pushed:
-        ctx.step("stack_push", [ctx.operand(t)], [], {"stack": stack})
+        ctx.step(STACK_PUSH, [ctx.operand(t)], [], {"stack": stack})
     outs = [ctx.operand(t) for t in region.outputs]
     _restore(ctx, saved)
     return outs

@@ -1,0 +1,14 @@
+"""The passes compile_run makes over a lowered program, in this order, before the plan's buffers are
+assigned: each rewrites program.steps in place (fetches: the operands the plan returns, which no pass
+may take away)."""
+from pygrad.fuse_elementwise import fuse_elementwise
+from pygrad.fusion import accumulate_read_gradients, elide_loop_copies, fuse, fuse_epilogues, fuse_input_pads
+
+
+def optimize(program, fetches):
+    program.steps = fuse(program.steps, fetches)  # the softmax cost and its gradient
+    fuse_input_pads(program, fetches)
+    fuse_epilogues(program, fetches)  # a convolution's bias, batch norm, shortcut and activation
+    elide_loop_copies(program, fetches)
+    accumulate_read_gradients(program, fetches)
+    fuse_elementwise(program, fetches)
