@@ -1,6 +1,7 @@
 """The passes compile_run makes over a lowered program, in this order, before the plan's buffers are
 assigned: each rewrites program.steps in place (fetches: the operands the plan returns, which no pass
 may take away)."""
+from pygrad.dead_steps import drop_dead_steps
 from pygrad.fuse_elementwise import fuse_elementwise
 from pygrad.fusion import accumulate_read_gradients, elide_loop_copies, fuse, fuse_epilogues, fuse_input_pads
 
@@ -11,4 +12,5 @@ def optimize(program, fetches):
     fuse_epilogues(program, fetches)  # a convolution's bias, batch norm, shortcut and activation
     elide_loop_copies(program, fetches)
     accumulate_read_gradients(program, fetches)
+    drop_dead_steps(program, fetches)
     fuse_elementwise(program, fetches)

@@ -56,9 +56,19 @@ Step build_matmul_fwd(const KernelCall& c) {
   PG_CHECK(out.shape == want, op, "output must be %s, got %s", want.str().c_str(), out.shape.str().c_str());
   PG_CHECK(m < (int64_t{1} << 31) && n < (int64_t{1} << 31) && ka < (int64_t{1} << 31), op,
            "dimensions beyond 2^31 are not supported by the BLAS");
+  // b_offset: b starts that many elements into its buffer (pygrad/dead_steps.py: the rows of b one
+  // block of the product needs, with transpose_b); the plan makes sure the buffer holds them.
+  const int64_t b_offset = c.attrs.i("b_offset", int64_t{0});
+  PG_CHECK(b_offset >= 0 && (b_offset == 0 || (ra == 2 && rb == 2)), op,
+           "b_offset must be a nonnegative element count, for matrices only; got %lld with b: %s",
+           (long long)b_offset, b.shape.str().c_str());
   return dispatch_float(a.dtype, op, [&](auto tag) -> Step {
     using T = decltype(tag);
-    return [=](Frame& f) { matmul_fwd<T>(cview<T>(f, a), cview<T>(f, b), ta, tb, view<T>(f, out)); };
+    return [=](Frame& f) {
+      ConstView<T> bv = cview<T>(f, b);
+      bv.data += b_offset;
+      matmul_fwd<T>(cview<T>(f, a), bv, ta, tb, view<T>(f, out));
+    };
   });
 }
 
