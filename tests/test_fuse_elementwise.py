@@ -19,7 +19,7 @@ def _fused_types(sess):
 
 
 _ELEMENTWISE = {"Add", "AddV2", "AddN", "BiasAdd", "Sub", "Mul", "Sigmoid", "Tanh", "SigmoidGrad", "TanhGrad",
-                "Relu", "Neg", "Exp", "Square", "RealDiv", "Maximum"}
+                "Relu", "Neg", "Exp", "Square", "RealDiv", "Maximum", "Split", "ConcatV2"}
 
 
 def _run_both(monkeypatch, build, feeds_of, fetch_names):
@@ -67,6 +67,9 @@ def test_an_lstm_fuses_forward_and_backward_bitwise(monkeypatch, threads):
     backward = [g for g in groups if "SigmoidGrad" in g and "TanhGrad" in g]
     assert forward and backward, groups
     assert sum(g.count("Sigmoid") for g in forward) == 3 and sum(g.count("Tanh") for g in forward) == 2, groups
+    # the gates' bias add and split join the cell's forward step, the gradients' concat its backward one
+    assert len(forward) == 1 and "Split" in forward[0] and forward[0].count("Add") == 3, groups
+    assert len(backward) == 1 and "ConcatV2" in backward[0], groups
 
 
 @pytest.mark.parametrize("cols", [37, 1024, 2500])  # rows of several per tile, one per tile, and rows over a tile
@@ -94,6 +97,32 @@ def test_broadcast_operands_and_fetched_intermediates(monkeypatch, threads, cols
     np.testing.assert_allclose(r["fused"][0], np.maximum(mid, 0.1) - xv / 3.0, rtol=1e-5, atol=1e-5)
     assert any("Sigmoid" in g and "Maximum" in g for g in r["groups"]), r["groups"]
 
+
+
+@pytest.mark.parametrize("width", [5, 1100])  # rows of several per tile; a row longer than a tile
+def test_split_parts_read_in_place_and_a_concat_written_in_blocks(monkeypatch, threads, width):
+    """A fed matrix split along its columns (each part read where it lies), a bias added before a
+    split (each block's op on its slice), and a concat of results (written as blocks of its output)."""
+    rng = np.random.default_rng(width)
+    xv = rng.standard_normal((7, 3 * width)).astype(np.float32)
+    zv = rng.standard_normal((7, 4 * width)).astype(np.float32)
+    bv = rng.standard_normal(4 * width).astype(np.float32)
+
+    def build():
+        x = tf.placeholder(tf.float32, [7, 3 * width])
+        z = tf.placeholder(tf.float32, [7, 4 * width])
+        a, b, c = tf.split(x, 3, axis=1)
+        i, j, k, m = tf.split(tf.nn.bias_add(z, tf.constant(bv)), 4, axis=1)
+        y = tf.concat([tf.sigmoid(a) * b + c, tf.tanh(i) * j, k - m], 1)
+        return {"x": x, "z": z, "y": y}
+
+    r = _run_both(monkeypatch, build, lambda t: {t["x"]: xv, t["z"]: zv}, ["y"])
+    np.testing.assert_array_equal(r["fused"][0], r["unfused"][0])
+    a, b, c = np.split(xv.astype(np.float64), 3, axis=1)
+    i, j, k, m = np.split(zv + bv, 4, axis=1)
+    want = np.concatenate([b / (1 + np.exp(-a)) + c, np.tanh(i) * j, k - m], 1)
+    np.testing.assert_allclose(r["fused"][0], want, rtol=1e-5, atol=1e-5)
+    assert [g.count("Split") for g in r["groups"]] == [2] and "ConcatV2" in r["groups"][0], r["groups"]
 
 def test_a_value_fetched_alone_leaves_nothing_to_fuse(monkeypatch):
     """Every intermediate fetched: the steps stay apart (a group must keep a value from memory)."""
@@ -128,11 +157,18 @@ def test_a_loop_variable_written_in_place_stays_correct(monkeypatch):
      "instruction 1 reads a register it has not got"),
     ([(4, 8)], {"program": [0, 999, 0, -1], "outputs": [1]}, "instruction 0: no float32 op 999 of family 0"),
     ([(4, 8), (3,)], {"program": [2, 0, 0, 1], "outputs": [2]},
-     r"an input must have the outputs' shape \(4, 8\), one element or the last dimension's 8, got \(3,\)"),
+     r"an input must have the shape \(4, 8\), one element or the last dimension's 8, got \(3,\)"),
     ([(1,)], {"program": [0, 0, 0, -1], "outputs": [1]}, "instruction 0 reads a one-element input"),
     ([(4, 8)], {"program": [0, 0, 0, -1], "outputs": [0]}, "output 0 must be a distinct instruction's register"),
+    ([(4, 20)], {"program": [0, 0, 0, -1], "outputs": [1], "in_columns": [16]},
+     r"input 0 with column offset 16 must be a \[4, w\] matrix or a \[w\] vector holding columns up to 24, "
+     r"got \(4, 20\)"),
+    ([(4, 8)], {"program": [0, 0, 0, -1], "outputs": [1], "out_columns": [0, 0]},
+     "out_columns needs one column offset \\(or -1\\) per operand, got 2 for 1"),
+    ([(4, 8)], {"program": [0, 0, 0, -1], "outputs": [1], "dims": []}, "dims must name 1 to 8 dimensions, got 0"),
 ])
 def test_kernel_errors(ins, attrs, match):
     arrays = [np.ones(s, np.float32) for s in ins]
     with pytest.raises(ValueError, match=f"fused_elementwise: {match}"):
-        _C.call("fused_elementwise", arrays, [np.empty((4, 8), np.float32)], attrs)
+        _C.call("fused_elementwise", arrays, [np.empty((4, 8), np.float32)], {"dims": [4, 8], **attrs})
+

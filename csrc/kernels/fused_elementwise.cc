@@ -3,8 +3,13 @@
 // instruction computes its tile of values from earlier ones, so the values nothing outside reads
 // stay in a thread's scratch (in L1) and only the outputs are written to memory.
 //
-// in: the program's inputs, each of the outputs' shape, one element (a scalar), or a vector of the
-//     last dimension (a bias: [n] or [1, ..., n]); out: its outputs, all of one shape.
+// in: the program's inputs; out: its outputs. The program computes values of one shape, attrs
+//     "dims" ([rows, ..., n]: n is the last dimension). An input has that shape, one element (a
+//     scalar), or n elements (a bias vector: [n] or [1, ..., n]); with a column offset c
+//     (attrs in_columns, -1 for none) it is a matrix [rows, w] read at columns c .. c + n (a block
+//     of a split), or a vector [w] read at c .. c + n (the block's slice of a bias). An output has
+//     the shape, or with a column offset (out_columns) is a matrix [rows, w] written at columns
+//     c .. c + n (a block of a concat), the other columns left as they are.
 // attrs: program (ints, four per instruction: family, op, a, b), outputs (ints: the register each
 //     output holds). Registers 0 .. inputs-1 are the inputs; instruction k writes register
 //     inputs + k. Family 0 is a unary op (op: its index among pg/elementwise.def's PG_UNARY rows;
@@ -14,6 +19,7 @@
 // Each op is the functor the unfused kernels call (kernels/elementwise_ops.h) on the same elements,
 // so the results are bitwise those of the unfused steps, for any thread count.
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -90,7 +96,7 @@ const std::vector<BinaryTile> kBinary = {
 };
 
 enum Family { kUnaryFamily = 0, kGradFamily = 1, kBinaryFamily = 2 };
-enum Kind { kFull, kScalar, kRow };  // how an input covers the outputs' shape
+enum Kind { kFull, kScalar, kRow, kBlock };  // how an input covers the values' shape
 
 struct Instruction {
   int family, a, b;
@@ -102,27 +108,66 @@ struct Instruction {
 struct Program {
   std::vector<Operand> in, out;
   std::vector<Kind> kinds;
+  std::vector<int64_t> in_col, out_col;  // column offsets, -1 for none
   std::vector<Instruction> code;
   std::vector<int> output_of;  // per register: the output it is, or -1
-  int64_t numel = 0, row = 1;  // the outputs' elements and last dimension
+  std::vector<int> slot;       // per register: its tile in the thread's scratch, or -1 (in memory)
+  int slots = 0;
+  int64_t numel = 0, row = 1;  // the values' elements and last dimension
 };
 
+// Gives each register held in scratch (a gathered block input, a value not written straight to an
+// output) a tile, reusing the tile of a register no later instruction reads: a cell's dozen values
+// then take four or five tiles, which stay in L1. An instruction may write the tile of an operand
+// it reads last (the functors and vmath's loops allow y to alias x).
+void assign_slots(Program& p) {
+  const int ni = int(p.in.size()), nr = ni + int(p.code.size());
+  std::vector<int> last(size_t(nr), -1);  // the last instruction reading each register
+  for (size_t k = 0; k < p.code.size(); ++k) {
+    last[size_t(p.code[k].a)] = int(k);
+    if (p.code[k].family != kUnaryFamily) last[size_t(p.code[k].b)] = int(k);
+  }
+  p.slot.assign(size_t(nr), -1);
+  std::vector<int> free_slots;
+  auto take = [&](int r) {
+    if (free_slots.empty()) free_slots.push_back(p.slots++);
+    p.slot[size_t(r)] = free_slots.back();
+    free_slots.pop_back();
+  };
+  for (int i = 0; i < ni; ++i)
+    if (p.kinds[size_t(i)] == kBlock) take(i);
+  for (size_t k = 0; k < p.code.size(); ++k) {
+    for (int x : {p.code[k].a, p.code[k].family != kUnaryFamily ? p.code[k].b : -1})
+      if (x >= 0 && last[size_t(x)] == int(k) && p.slot[size_t(x)] >= 0) {
+        free_slots.push_back(p.slot[size_t(x)]);
+        last[size_t(x)] = -2;  // freed once
+      }
+    const int r = ni + int(k), o = p.output_of[size_t(r)];
+    if (o < 0 || p.out_col[size_t(o)] >= 0) take(r);
+    if (last[size_t(r)] == -1 && p.slot[size_t(r)] >= 0) free_slots.push_back(p.slot[size_t(r)]);  // not read again
+  }
+}
+
 struct FusedTag {};
-struct RowTag {};
+
+// The width of the matrix a block input or output is read from or written to.
+int64_t width(const Operand& o) { return o.shape[o.shape.ndim - 1]; }
 
 void run(const Program& p, Frame& f) {
   const int ni = int(p.in.size()), nr = ni + int(p.code.size());
   const int64_t rows = p.numel / p.row;
   // A tile is whole rows (rows_per_tile of them) when a row fits, else a block of one row.
+  const bool whole_rows = p.row <= kTile;
   const int64_t rows_per_tile = std::max<int64_t>(1, kTile / p.row);
-  const int64_t blocks = p.row <= kTile ? 1 : (p.row + kTile - 1) / kTile;
-  const int64_t tiles = p.row <= kTile ? (rows + rows_per_tile - 1) / rows_per_tile : rows * blocks;
-  const int64_t tile_len = p.row <= kTile ? rows_per_tile * p.row : kTile;
+  const int64_t blocks = whole_rows ? 1 : (p.row + kTile - 1) / kTile;
+  const int64_t tiles = whole_rows ? (rows + rows_per_tile - 1) / rows_per_tile : rows * blocks;
+  const int64_t tile_len = whole_rows ? rows_per_tile * p.row : kTile;
   std::vector<const float*> rows_of(ni, nullptr);  // a vector input repeated over a tile's rows
   std::vector<std::vector<float>> repeated;
   for (int i = 0; i < ni; ++i) {
-    const float* x = static_cast<const float*>(f.ptr[p.in[i].buffer]);
-    if (p.kinds[i] == kRow && p.row <= kTile) {
+    const int64_t offset = p.kinds[i] == kRow ? std::max<int64_t>(0, p.in_col[i]) : 0;  // a bias's block
+    const float* x = static_cast<const float*>(f.ptr[p.in[i].buffer]) + offset;
+    if (p.kinds[i] == kRow && whole_rows) {
       repeated.emplace_back(size_t(tile_len));
       for (int64_t r = 0; r < rows_per_tile; ++r) std::copy(x, x + p.row, repeated.back().data() + r * p.row);
       rows_of[i] = repeated.back().data();
@@ -132,19 +177,30 @@ void run(const Program& p, Frame& f) {
   }
   const int64_t grain = std::max<int64_t>(1, kGrainOps / (tile_len * int64_t(p.code.size())));
   parallel_for(tiles, grain, [&](int64_t lo, int64_t hi) {
-    float* scratch = thread_scratch<float, FusedTag>(int64_t(p.code.size()) * kTile);
+    float* scratch = thread_scratch<float, FusedTag>(int64_t(std::max(1, p.slots)) * kTile);
     const float** reg = thread_scratch<const float*, FusedTag>(nr);
     for (int64_t t = lo; t < hi; ++t) {
-      const int64_t start = p.row <= kTile ? t * tile_len : (t / blocks) * p.row + (t % blocks) * kTile;
-      const int64_t col = p.row <= kTile ? 0 : (t % blocks) * kTile;
-      const int64_t n = p.row <= kTile ? std::min(tile_len, p.numel - start) : std::min(kTile, p.row - col);
-      for (int i = 0; i < ni; ++i)
-        reg[i] = p.kinds[i] == kFull ? static_cast<const float*>(f.ptr[p.in[i].buffer]) + start
-                 : p.kinds[i] == kRow ? rows_of[i] + col : rows_of[i];
+      const int64_t row0 = whole_rows ? t * rows_per_tile : t / blocks, col = whole_rows ? 0 : (t % blocks) * kTile;
+      const int64_t nrows = whole_rows ? std::min(rows_per_tile, rows - row0) : 1;
+      const int64_t n = whole_rows ? nrows * p.row : std::min(kTile, p.row - col), start = row0 * p.row + col;
+      for (int i = 0; i < ni; ++i) {
+        const float* x = static_cast<const float*>(f.ptr[p.in[i].buffer]);
+        if (p.kinds[i] == kBlock) {  // rows of a wider matrix: gathered, unless the tile is one row
+          const int64_t w = width(p.in[i]);
+          const float* first = x + row0 * w + p.in_col[i] + col;
+          float* g = scratch + int64_t(p.slot[size_t(i)]) * kTile;
+          for (int64_t r = 0; whole_rows && r < nrows; ++r)
+            std::copy(first + r * w, first + r * w + p.row, g + r * p.row);
+          reg[i] = whole_rows ? g : first;
+        } else {
+          reg[i] = p.kinds[i] == kFull ? x + start : p.kinds[i] == kRow ? rows_of[i] + col : rows_of[i];
+        }
+      }
       for (size_t k = 0; k < p.code.size(); ++k) {
         const int r = ni + int(k);
         const int o = p.output_of[r];
-        float* dst = o >= 0 ? static_cast<float*>(f.ptr[p.out[o].buffer]) + start : scratch + int64_t(k) * kTile;
+        float* dst = o >= 0 && p.out_col[o] < 0 ? static_cast<float*>(f.ptr[p.out[o].buffer]) + start
+                                                 : scratch + int64_t(p.slot[size_t(r)]) * kTile;
         const Instruction& in = p.code[k];
         if (in.family == kUnaryFamily) {
           in.unary(reg[in.a], dst, n);
@@ -155,6 +211,12 @@ void run(const Program& p, Frame& f) {
           in.binary(reg[in.a], va, reg[in.b], vb, dst, n);
         }
         reg[r] = dst;
+        if (o >= 0 && p.out_col[o] >= 0) {  // a block of a wider matrix: scattered
+          const int64_t w = width(p.out[o]);
+          float* first = static_cast<float*>(f.ptr[p.out[o].buffer]) + row0 * w + p.out_col[o] + col;
+          const int64_t len = whole_rows ? p.row : n;
+          for (int64_t q = 0; q < nrows; ++q) std::copy(dst + q * p.row, dst + q * p.row + len, first + q * w);
+        }
       }
     }
   });
@@ -168,20 +230,50 @@ Step build_fused_elementwise(const KernelCall& c) {
   Program p;
   p.in = c.in;
   p.out = c.out;
-  const Shape& shape = c.out[0].shape;
+  const std::vector<int64_t>& dims = c.attrs.ints("dims", nm);
+  PG_CHECK(!dims.empty() && int(dims.size()) <= kMaxDims, nm, "dims must name 1 to %d dimensions, got %zu", kMaxDims,
+           dims.size());
+  Shape shape;
+  shape.ndim = int(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) shape.dim[d] = dims[d];
   p.numel = shape.numel();
-  p.row = shape.ndim == 0 ? 1 : std::max<int64_t>(1, shape[shape.ndim - 1]);
-  for (const Operand& o : c.out) {
+  p.row = std::max<int64_t>(1, dims.back());
+  const int64_t rows = p.numel / p.row;
+  auto columns = [&](const char* key, size_t n) {
+    std::vector<int64_t> v = c.attrs.has(key) ? c.attrs.ints(key, nm) : std::vector<int64_t>(n, -1);
+    PG_CHECK(v.size() == n, nm, "%s needs one column offset (or -1) per operand, got %zu for %zu", key, v.size(), n);
+    return v;
+  };
+  p.in_col = columns("in_columns", c.in.size());
+  p.out_col = columns("out_columns", c.out.size());
+  // a block of columns c .. c + n of a [rows, w] matrix (or of a [w] vector: matrix false)
+  auto block = [&](const Operand& o, int64_t col, bool matrix) {
+    return col >= 0 && (matrix ? o.shape.ndim == 2 && o.shape[0] == rows : o.shape.ndim == 1) &&
+           col + p.row <= o.shape[o.shape.ndim - 1];
+  };
+  for (size_t i = 0; i < c.out.size(); ++i) {
+    const Operand& o = c.out[i];
     PG_CHECK_DTYPE(o.dtype == DType::f32, nm, "outputs must be float32, got %s", dtype_name(o.dtype));
-    PG_CHECK(o.shape == shape, nm, "outputs must share one shape, got %s and %s", shape.str().c_str(),
-             o.shape.str().c_str());
+    PG_CHECK(p.out_col[i] < 0 ? o.shape == shape : block(o, p.out_col[i], true), nm,
+             "output %zu must have the shape %s, or with column offset %lld be a [%lld, w] matrix holding columns "
+             "up to %lld; got %s", i, shape.str().c_str(), (long long)p.out_col[i], (long long)rows,
+             (long long)(p.out_col[i] + p.row), o.shape.str().c_str());
   }
-  for (const Operand& o : c.in) {
+  for (size_t i = 0; i < c.in.size(); ++i) {
+    const Operand& o = c.in[i];
     PG_CHECK_DTYPE(o.dtype == DType::f32, nm, "inputs must be float32, got %s", dtype_name(o.dtype));
-    const int64_t k = o.shape.numel();
+    const int64_t k = o.shape.numel(), col = p.in_col[i];
     const bool row = k == p.row && o.shape.ndim >= 1 && o.shape[o.shape.ndim - 1] == p.row;
+    if (col >= 0) {
+      const bool matrix = o.shape.ndim == 2;
+      PG_CHECK(block(o, col, matrix), nm, "input %zu with column offset %lld must be a [%lld, w] matrix or a [w] "
+               "vector holding columns up to %lld, got %s", i, (long long)col, (long long)rows,
+               (long long)(col + p.row), o.shape.str().c_str());
+      p.kinds.push_back(matrix ? kBlock : kRow);
+      continue;
+    }
     PG_CHECK(o.shape == shape || k == 1 || row, nm,
-             "an input must have the outputs' shape %s, one element or the last dimension's %lld, got %s",
+             "an input must have the shape %s, one element or the last dimension's %lld, got %s",
              shape.str().c_str(), (long long)p.row, o.shape.str().c_str());
     p.kinds.push_back(o.shape == shape ? kFull : k == 1 ? kScalar : kRow);
   }
@@ -218,9 +310,25 @@ Step build_fused_elementwise(const KernelCall& c) {
              "output %zu must be a distinct instruction's register, got %lld", o, (long long)outputs[o]);
     p.output_of[size_t(outputs[o])] = int(o);
   }
-  for (const Operand& o : c.out)
-    for (const Operand& i : c.in)
-      PG_CHECK(o.buffer != i.buffer, nm, "an output must not be an input's buffer (buffer %d)", o.buffer);
+  for (size_t o = 0; o < c.out.size(); ++o) {
+    // An output may be an input's buffer (a loop's value updated in place) when the input is read
+    // whole and by no instruction after the one that writes the output: a tile's reads of it come
+    // first.
+    const int writer = int(outputs[o]) - ni;
+    for (int i = 0; i < ni; ++i) {
+      if (c.in[size_t(i)].buffer != c.out[o].buffer) continue;
+      bool read_after = false;
+      for (size_t k = size_t(writer) + 1; k < p.code.size(); ++k)
+        read_after |= p.code[k].a == i || (p.code[k].family != kUnaryFamily && p.code[k].b == i);
+      PG_CHECK(p.kinds[size_t(i)] == kFull && p.out_col[o] < 0 && !read_after, nm,
+               "output %zu is input %d's buffer, which an instruction after its own reads", o, i);
+    }
+    for (size_t q = 0; q < o; ++q)  // outputs in one buffer: blocks of columns apart
+      PG_CHECK(c.out[q].buffer != c.out[o].buffer ||
+                   (p.out_col[q] >= 0 && p.out_col[o] >= 0 && std::abs(p.out_col[q] - p.out_col[o]) >= p.row), nm,
+               "outputs %zu and %zu overlap in buffer %d", q, o, c.out[o].buffer);
+  }
+  assign_slots(p);
   return [p](Frame& f) { run(p, f); };
 }
 
