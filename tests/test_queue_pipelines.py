@@ -153,7 +153,11 @@ def test_fixed_length_records_shuffle_batch_trains(tmp_path):
     assert keys.tolist() != sorted(keys.tolist(), key=lambda k: int(k.rsplit(b":", 1)[1]))  # shuffled
     for r in runs:  # each label is its record's
         np.testing.assert_array_equal(r[1], labels[[int(k.rsplit(b":", 1)[1]) for k in r[0]]])
-    assert runs[-1][2] < runs[0][2]
+    # it trains: the second epoch's batches have a lower mean loss than the first's (the batches' order
+    # depends on the queue's threads, and one batch's loss alone is noise: the last one's ranged from
+    # 0.17 to 0.72 against ln 2 = 0.69 at the start; the two means differed by 0.13 or more in 60 runs)
+    losses = [float(r[2]) for r in runs]
+    assert np.mean(losses[len(losses) // 2:]) < np.mean(losses[:len(losses) // 2]), losses
 
 
 def _producers(tfm):
