@@ -44,7 +44,10 @@ that table alone; --memory-steps 0 leaves it out.
 Run:
   python benches/bench_lstm.py --data-dir DIR [--steps 50] [--warmup 5] [--repeats 3]
                                [--threads 1] [--peers tensorflow,torch,jax] [--check-steps 5]
-                               [--memory-steps 10] [--memory-only]
+                               [--memory-steps 10] [--memory-only] [--per-step]
+--per-step: instead of the benchmark, pygrad's training step traced (RunOptions FULL_TRACE, the
+plan's per-step timers) over --steps runs: the time per op type (a fused step under its
+"Type+Type2+..." label) and the most expensive steps, beside an untraced run.
 DIR holds the four MNIST IDX .gz files (train-images-idx3-ubyte.gz, ...); it defaults to
 $PYGRAD_MNIST_DIR. ``--peers none`` runs pygrad alone.
 """
@@ -219,11 +222,26 @@ def main():
                    help="training steps whose losses are compared across libraries (0: none)")
     p.add_argument("--seed", type=int, default=0, help="NumPy seed of the initial weights")
     common.add_memory_options(p)
+    p.add_argument("--per-step", action="store_true",
+                   help="only time each op type of pygrad's training step from traced runs (--steps of them)")
     started = common.start_with_memory(p, BATCH, "lstm_train_step", training_step)
     if started is None:
         return
     args, libs, batches = started
     import numpy as np
+
+    if args.per_step:
+        import pygrad as tf
+        with common.fresh_graph(tf):
+            x, y, loss, train_op, variables = build_tf1(tf)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                init = initial_values(args.seed)
+                for name, v in variables.items():
+                    v.load(init[name], sess)
+                common.per_op_report(tf, sess, [train_op, loss], lambda i: dict(zip((x, y), batches[i % len(batches)])),
+                                     args.steps, f"pygrad, the LSTM's training step, {args.threads} thread(s)", top=8)
+        return
 
     print(f"cpu: {common.cpu_model()}")
     for line in common.blas_description():

@@ -18,7 +18,7 @@ nothing reads that sum; TensorFlow computes it anyway. Two rewrites, repeated wh
               order: the part's values can differ from the wide product's in the last bit.
 """
 from pygrad import dtypes
-from pygrad.fusion import _readers, _rewrite
+from pygrad.fusion import _ops_of, _readers, _rewrite
 from pygrad.kernels import BINARY_FWD, BROADCAST_TO, CAST, CONCAT, COPY, FILL, FUSED_ELEMENTWISE, MATMUL_FWD, \
     REDUCE_FWD, SPLIT, TA_READ, TA_WRITE, TEMP_BUFFER, TRANSPOSE, UNARY_BWD, UNARY_FWD
 
@@ -67,9 +67,9 @@ def _drop_once(program, kept_out):
         start = sum(o.dims[1] for o in split.outs[:live[0]])
         b = st.ins[1]
         narrowed = type(b)(b.buffer, b.dtype, (part.dims[1], b.dims[1]))
-        replaced[i] = type(st)(st.op, MATMUL_FWD, [st.ins[0], narrowed], [part],
-                               {**st.attrs, "b_offset": start * b.dims[1]}, st.reads_vars, st.init_var,
-                               tuple(dict.fromkeys((*st.fused, split.op, *split.fused))))
+        replaced[i] = [type(st)(st.op, MATMUL_FWD, [st.ins[0], narrowed], [part],
+                                {**st.attrs, "b_offset": start * b.dims[1]}, st.reads_vars, st.init_var,
+                                _ops_of([st, split], st.op))]
         dead.add(r[0])
     _rewrite(program, replaced, dead)
     return bool(dead)

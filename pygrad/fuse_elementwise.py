@@ -31,7 +31,7 @@ results are bitwise the same.
 """
 from pygrad import _C
 from pygrad.dtypes import float32
-from pygrad.fusion import _jump_targets, _ops_of, _readers, _rewrite
+from pygrad.fusion import _jump_targets, _ops_of, _readers, _rewrite, _written
 from pygrad.kernels import BINARY_FWD, CONCAT, FUSED_ELEMENTWISE, SPLIT, TEMP_BUFFER, UNARY_BWD, UNARY_FWD
 
 _FAMILY = {UNARY_FWD: 0, UNARY_BWD: 1, BINARY_FWD: 2}  # fused_elementwise's instruction families
@@ -139,8 +139,7 @@ def fuse_elementwise(program, fetched):
             if st.kernel is None:
                 continue
         d, role = _role(st, steps, readers)
-        writes = {id(o.buffer) for o in st.outs}
-        reads = {id(o.buffer) for o in st.ins if o is not None}
+        writes, reads = _written(st), {id(o.buffer) for o in st.ins if o is not None}
         if members and d is None and _concat_of(steps, i, dims, made, readers, members, kept_out) \
                 and not writes & touched:
             members.append(i)  # the group's last step: it writes its blocks
@@ -170,7 +169,7 @@ def fuse_elementwise(program, fetched):
     for group, group_dims in groups:
         fused = _fused_step(steps, group, group_dims, roles, readers, kept_out)
         if fused is not None:
-            replaced[group[-1]] = fused
+            replaced[group[-1]] = [fused]
             removed.update(group[:-1])
     _rewrite(program, replaced, removed)
 

@@ -264,14 +264,15 @@ def fuse_epilogues(program, fetched):
         ins = s.ins + [v for v in parts.values() if v is not None]
         reads = list(dict.fromkeys(v for k in members for v in steps[k].reads_vars))
         attrs = {**s.attrs, **{k: int(v is not None) for k, v in parts.items()}, "activation": activation}
-        fused_at[members[-1]] = type(s)(s.op, s.kernel, ins, steps[members[-1]].outs, attrs, reads, s.init_var,
-                                        _ops_of([steps[k] for k in members], s.op))
+        fused_at[members[-1]] = [type(s)(s.op, s.kernel, ins, steps[members[-1]].outs, attrs, reads, s.init_var,
+                                         _ops_of([steps[k] for k in members], s.op))]
     _rewrite(program, fused_at, taken - set(fused_at))
 
 
 def _rewrite(program, replaced, removed):
-    """program.steps with steps[k] replaced by replaced[k] and the steps in removed left out; jump
-    targets and loop bounds renumbered (a removed step's jumps land on the next step kept)."""
+    """program.steps with steps[k] replaced by the steps of the list replaced[k] (none, one or more)
+    and the steps in removed left out; jump targets and loop bounds renumbered (a jump to a step
+    replaced lands on the first step in its place, or the next step kept)."""
     steps = program.steps
     if not replaced and not removed:
         return
@@ -279,7 +280,7 @@ def _rewrite(program, replaced, removed):
     for k, s in enumerate(steps):
         old_to_new[k] = len(new)
         if k not in removed:
-            new.append(replaced.get(k, s))
+            new.extend(replaced.get(k, [s]))
     old_to_new[len(steps)] = len(new)
     labels = {id(s.attrs["target"]): s.attrs["target"] for s in steps if s.kernel is None}
     for label in labels.values():
@@ -302,6 +303,15 @@ def _readers(steps):
             if o is not None:
                 readers.setdefault(id(o.buffer), []).append(k)
     return readers
+
+
+def _writers(steps):
+    """{id(buffer): the indices of the steps that write it}."""
+    writers = {}
+    for k, s in enumerate(steps):
+        for b in _written(s):
+            writers.setdefault(b, []).append(k)
+    return writers
 
 
 def _written(st):
@@ -338,8 +348,8 @@ def fuse_input_pads(program, fetched):
         x = pad.ins[0]
         if attrs is None or any(id(x.buffer) in _written(steps[j]) for j in range(k + 1, i)):
             continue
-        replaced[i] = type(s)(s.op, s.kernel, [x, s.ins[1]], s.outs, {**s.attrs, **attrs},
-                              list(dict.fromkeys(pad.reads_vars + s.reads_vars)), s.init_var, _ops_of([pad, s], s.op))
+        replaced[i] = [type(s)(s.op, s.kernel, [x, s.ins[1]], s.outs, {**s.attrs, **attrs},
+                               list(dict.fromkeys(pad.reads_vars + s.reads_vars)), s.init_var, _ops_of([pad, s], s.op))]
         removed.add(k)
     _rewrite(program, replaced, removed)
 
@@ -433,14 +443,7 @@ def elide_loop_copies(program, fetched):
     steps = program.steps
     if not carries:
         return
-    writers, readers = {}, {}
-    for j, s in enumerate(steps):
-        for o in s.outs:
-            writers.setdefault(id(o.buffer), []).append(j)
-        for o in s.ins:
-            if o is not None:
-                readers.setdefault(id(o.buffer), []).append(j)
-    kept_out = {id(o.buffer) for o in fetched}
+    writers, readers, kept_out = _writers(steps), _readers(steps), {id(o.buffer) for o in fetched}
     drop = set()
     for c, copy in enumerate(steps):
         if id(copy) not in carries:
@@ -461,28 +464,13 @@ def elide_loop_copies(program, fetched):
             continue
         maker.outs = [type(o)(dst.buffer, o.dtype, o.dims) if o.buffer is b else o for o in maker.outs]
         drop.add(c)
-    if not drop:
-        return
-    before = [0] * (len(steps) + 1)  # before[i]: the steps kept before index i
-    for i in range(len(steps)):
-        before[i + 1] = before[i] + (i not in drop)
-    for label in {id(s.attrs["target"]): s.attrs["target"] for s in steps if s.kernel is None}.values():
-        label.index = before[label.index]
-    program.loops[:] = [(before[a], before[b + 1] - 1) for a, b in program.loops]
-    steps[:] = [s for i, s in enumerate(steps) if i not in drop]
+    _rewrite(program, {}, drop)
 
 
 def accumulate_read_gradients(program, fetched):
     """Rewrites program.steps in place; fetched: the operands the plan returns."""
     steps = program.steps
-    readers, writers = {}, {}
-    for j, st in enumerate(steps):
-        for o in st.ins:
-            if o is not None:
-                readers.setdefault(id(o.buffer), []).append(j)
-        for o in st.outs:
-            writers.setdefault(id(o.buffer), []).append(j)
-    kept_out = {id(o.buffer) for o in fetched}
+    readers, writers, kept_out = _readers(steps), _writers(steps), {id(o.buffer) for o in fetched}
     drop, replace = set(), {}
     for f, fill in enumerate(steps[:-1]):
         write = steps[f + 1]
@@ -509,16 +497,4 @@ def accumulate_read_gradients(program, fetched):
         new.append(type(write)(write.op, TA_WRITE, [index, row], [out], {"accumulate": 1}, write.reads_vars, -1))
         drop.update((f, f + 1))
         replace[a] = new
-    if not replace:
-        return
-    new_steps, before = [], [0] * (len(steps) + 1)
-    for i, st in enumerate(steps):
-        before[i] = len(new_steps)
-        if i in drop:
-            continue
-        new_steps.extend(replace.get(i, [st]))
-    before[len(steps)] = len(new_steps)
-    for label in {id(st.attrs["target"]): st.attrs["target"] for st in steps if st.kernel is None}.values():
-        label.index = before[label.index]
-    program.loops[:] = [(before[x], before[y + 1] - 1) for x, y in program.loops]
-    steps[:] = new_steps
+    _rewrite(program, replace, drop)

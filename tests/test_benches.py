@@ -3,6 +3,7 @@ counts, the FMA-peak program (it compiles and measures a positive rate where a C
 present), the summary of oneDNN's verbose lines, the batches' contract, and the peak resident
 memory table (its numbers' consistency, not their size)."""
 import importlib.util
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -155,6 +156,19 @@ def test_per_step_timer_of_the_softmax_step(tmp_path, mnist_dir):
     total = float(rows[-1][-1])
     assert abs(sum(float(r[0]) for r in rows[:-1]) + float(rows[-1][0]) - total) < 0.2 + 1e-3 * total
 
+
+
+def test_per_op_times_of_the_lstm_step(tmp_path, mnist_dir):
+    """bench_lstm.py --per-step: the breakdown docs/benchmarks.md quotes, from traced runs: the
+    products, the cell's forward and backward as one fused step each, and the run's total."""
+    import subprocess
+    out = subprocess.run([sys.executable, str(BENCHES / "bench_lstm.py"), "--per-step", "--steps", "2",
+                          "--peers", "none", "--data-dir", mnist_dir],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True).stdout
+    types = {f[3] for f in map(str.split, out.splitlines()) if len(f) == 4 and f[1].endswith("%")}
+    assert "MatMul" in types and any(t.startswith("Add+Split+") for t in types), out
+    assert any(t.startswith("AddN+") and t.endswith("+ConcatV2") for t in types), out
+    assert re.search(r"all \d+ steps; an untraced run: [\d.]+ µs", out), out
 
 def test_memory_table_of_the_lstm_step(tmp_path, mnist_dir):
     """bench_lstm.py --memory-only: pygrad's training step measured in a child process of its own,

@@ -119,23 +119,6 @@ Broadcast plan_broadcast(const Shape& a, const Shape& b, const Shape& c) {
   return p;
 }
 
-// c[0:n] = op(a, b) where each operand is contiguous (va/vb) or a scalar repeated n times.
-template <class Op, class T, class R>
-inline void binary_inner(const T* a, bool va, const T* b, bool vb, R* c, int64_t n, Op op) {
-  if (va && vb) {
-    for (int64_t i = 0; i < n; ++i) c[i] = op(a[i], b[i]);
-  } else if (va) {
-    const T s = *b;
-    for (int64_t i = 0; i < n; ++i) c[i] = op(a[i], s);
-  } else if (vb) {
-    const T s = *a;
-    for (int64_t i = 0; i < n; ++i) c[i] = op(s, b[i]);
-  } else {
-    const R v = op(*a, *b);
-    for (int64_t i = 0; i < n; ++i) c[i] = v;
-  }
-}
-
 }  // namespace
 
 // y = op(x), elementwise. x, y: the same shape. y may alias x.
@@ -145,13 +128,8 @@ template <class Op, class T> void unary_fwd(ConstView<T> x, View<T> y, Op op) {
   const T* px = x.data;
   T* py = y.data;
   constexpr bool vectorized = std::is_same_v<T, float> && has_array<Op>::value;
-  parallel_for(x.size(), vectorized ? kGrain / 8 : kGrain, [&](int64_t lo, int64_t hi) {
-    if constexpr (vectorized) {
-      Op::array(px + lo, py + lo, hi - lo);
-    } else {
-      for (int64_t i = lo; i < hi; ++i) py[i] = op(px[i]);
-    }
-  });
+  parallel_for(x.size(), vectorized ? kGrain / 8 : kGrain,
+               [&](int64_t lo, int64_t hi) { unary_inner(px + lo, py + lo, hi - lo, op); });
 }
 
 // dx = op(y, dy), elementwise, with y the forward output: relu dy*(y > 0), sigmoid dy*y*(1-y),
@@ -160,9 +138,7 @@ template <class Op, class T> void unary_bwd(ConstView<T> y, ConstView<T> dy, Vie
   const T* py = y.data;
   const T* pdy = dy.data;
   T* pdx = dx.data;
-  parallel_for(y.size(), kGrain, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) pdx[i] = op(py[i], pdy[i]);
-  });
+  parallel_for(y.size(), kGrain, [&](int64_t lo, int64_t hi) { grad_inner(py + lo, pdy + lo, pdx + lo, hi - lo, op); });
 }
 
 // c = op(a, b) with NumPy broadcasting; p = plan_broadcast(a.shape, b.shape, c.shape). c may alias

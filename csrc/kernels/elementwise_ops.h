@@ -127,7 +127,7 @@ struct Sign {  // -1, 0 or 1; floats keep the sign of zero and NaN stays NaN
   static constexpr Domain domain = Domain::number;
   template <class T> T operator()(T x) const { return x > T(0) ? T(1) : x < T(0) ? T(-1) : x; }
 };
-// An op with a static array(x, y, n) has unary_fwd call it for float32 (pg/vmath.h's vectorized loops).
+// An op with a static array(x, y, n) has unary_inner call it for float32 (pg/vmath.h's vectorized loops).
 template <class Op, class = void> struct has_array : std::false_type {};
 template <class Op> struct has_array<Op, std::void_t<decltype(&Op::array)>> : std::true_type {};
 struct Exp {
@@ -171,18 +171,9 @@ struct Sigmoid {  // 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below: exp never overflo
   }
   static void array(const float* x, float* y, int64_t n) { sigmoid_f32(x, y, n); }
 };
-struct Tanh {
+struct Tanh {  // float32 arrays go to tanh_f32 (array), so the scalar form serves float64
   static constexpr Domain domain = Domain::floating;
-  template <class T> T operator()(T x) const {
-    if constexpr (std::is_same_v<T, float>) {
-      // (1 - e) / (1 + e) with e = exp(-2|x|), in double: within 1 ulp, about twice as fast as tanhf.
-      const double ax = std::abs(double(x)), e = std::exp(-2.0 * ax);
-      const double t = ax < 1e-4 ? ax * (1.0 - ax * ax / 3.0) : (1.0 - e) / (1.0 + e);
-      return std::copysign(float(t), x);
-    } else {
-      return std::tanh(x);
-    }
-  }
+  template <class T> T operator()(T x) const { return std::tanh(x); }
   static void array(const float* x, float* y, int64_t n) { tanh_f32(x, y, n); }
 };
 struct Sin {
@@ -312,5 +303,38 @@ struct LogicalXor {
 struct First {  // broadcast_to without scaling
   template <class T> T operator()(T a, T) const { return a; }
 };
+
+// ---- the inner loops, shared by the elementwise kernels and fused_elementwise's tiles ----
+
+// y[0:n] = op(x): float32 through the op's vectorized array loop when it has one. y may alias x.
+template <class Op, class T> inline void unary_inner(const T* x, T* y, int64_t n, Op op) {
+  if constexpr (std::is_same_v<T, float> && has_array<Op>::value) {
+    Op::array(x, y, n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = op(x[i]);
+  }
+}
+
+// dx[0:n] = grad(y, dy). Any of them may alias.
+template <class Grad, class T> inline void grad_inner(const T* y, const T* dy, T* dx, int64_t n, Grad grad) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = grad(y[i], dy[i]);
+}
+
+// c[0:n] = op(a, b) where each operand is contiguous (va/vb) or a scalar repeated n times.
+template <class Op, class T, class R>
+inline void binary_inner(const T* a, bool va, const T* b, bool vb, R* c, int64_t n, Op op) {
+  if (va && vb) {
+    for (int64_t i = 0; i < n; ++i) c[i] = op(a[i], b[i]);
+  } else if (va) {
+    const T s = *b;
+    for (int64_t i = 0; i < n; ++i) c[i] = op(a[i], s);
+  } else if (vb) {
+    const T s = *a;
+    for (int64_t i = 0; i < n; ++i) c[i] = op(s, b[i]);
+  } else {
+    const R v = op(*a, *b);
+    for (int64_t i = 0; i < n; ++i) c[i] = v;
+  }
+}
 
 }  // namespace pg::elementwise

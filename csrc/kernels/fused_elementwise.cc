@@ -1,5 +1,5 @@
-// fused_elementwise: a chain or tree of float32 elementwise steps as one step (pygrad/fusion.py's
-// fuse_elementwise). The steps' ops run as a small program over tiles of kTile elements: each
+// fused_elementwise: a chain or tree of float32 elementwise steps as one step
+// (pygrad/fuse_elementwise.py). The steps' ops run as a small program over tiles of kTile elements: each
 // instruction computes its tile of values from earlier ones, so the values nothing outside reads
 // stay in a thread's scratch (in L1) and only the outputs are written to memory.
 //
@@ -16,8 +16,8 @@
 //     b unused), 1 a unary op's gradient (PG_UNARY_GRAD; a is y, b is dy), 2 a binary op
 //     (PG_BINARY).
 //
-// Each op is the functor the unfused kernels call (kernels/elementwise_ops.h) on the same elements,
-// so the results are bitwise those of the unfused steps, for any thread count.
+// Each op is the unfused kernels' inner loop over its functor (kernels/elementwise_ops.h) on the
+// same elements, so the results are bitwise those of the unfused steps, for any thread count.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -45,22 +45,12 @@ template <class Op> UnaryTile unary_tile() {
   if constexpr (Op::domain == Domain::boolean) {
     return nullptr;
   } else {
-    return [](const float* x, float* y, int64_t n) {
-      if constexpr (has_array<Op>::value) {
-        Op::array(x, y, n);
-      } else {
-        const Op op;
-        for (int64_t i = 0; i < n; ++i) y[i] = op(x[i]);
-      }
-    };
+    return [](const float* x, float* y, int64_t n) { unary_inner(x, y, n, Op{}); };
   }
 }
 
 template <class Grad> GradTile grad_tile() {
-  return [](const float* y, const float* dy, float* dx, int64_t n) {
-    const Grad op;
-    for (int64_t i = 0; i < n; ++i) dx[i] = op(y[i], dy[i]);
-  };
+  return [](const float* y, const float* dy, float* dx, int64_t n) { grad_inner(y, dy, dx, n, Grad{}); };
 }
 
 template <class Op> BinaryTile binary_tile() {
@@ -68,16 +58,7 @@ template <class Op> BinaryTile binary_tile() {
     return nullptr;
   } else {
     return [](const float* a, bool va, const float* b, bool vb, float* c, int64_t n) {
-      const Op op;
-      if (va && vb) {
-        for (int64_t i = 0; i < n; ++i) c[i] = op(a[i], b[i]);
-      } else if (va) {
-        const float s = *b;
-        for (int64_t i = 0; i < n; ++i) c[i] = op(a[i], s);
-      } else {
-        const float s = *a;
-        for (int64_t i = 0; i < n; ++i) c[i] = op(s, b[i]);
-      }
+      binary_inner(a, va, b, vb, c, n, Op{});
     };
   }
 }
@@ -149,6 +130,7 @@ void assign_slots(Program& p) {
 }
 
 struct FusedTag {};
+struct RowTag {};
 
 // The width of the matrix a block input or output is read from or written to.
 int64_t width(const Operand& o) { return o.shape[o.shape.ndim - 1]; }
@@ -162,17 +144,17 @@ void run(const Program& p, Frame& f) {
   const int64_t blocks = whole_rows ? 1 : (p.row + kTile - 1) / kTile;
   const int64_t tiles = whole_rows ? (rows + rows_per_tile - 1) / rows_per_tile : rows * blocks;
   const int64_t tile_len = whole_rows ? rows_per_tile * p.row : kTile;
-  std::vector<const float*> rows_of(ni, nullptr);  // a vector input repeated over a tile's rows
-  std::vector<std::vector<float>> repeated;
+  // A vector input repeated over a tile's rows, in the calling thread's scratch (the helpers read it).
+  const float** rows_of = thread_scratch<const float*, RowTag>(ni);
+  float* repeated = thread_scratch<float, RowTag>(int64_t(ni) * tile_len);
   for (int i = 0; i < ni; ++i) {
     const int64_t offset = p.kinds[i] == kRow ? std::max<int64_t>(0, p.in_col[i]) : 0;  // a bias's block
     const float* x = static_cast<const float*>(f.ptr[p.in[i].buffer]) + offset;
+    rows_of[i] = x;
     if (p.kinds[i] == kRow && whole_rows) {
-      repeated.emplace_back(size_t(tile_len));
-      for (int64_t r = 0; r < rows_per_tile; ++r) std::copy(x, x + p.row, repeated.back().data() + r * p.row);
-      rows_of[i] = repeated.back().data();
-    } else {
-      rows_of[i] = x;
+      float* rows = repeated + int64_t(i) * tile_len;
+      for (int64_t r = 0; r < rows_per_tile; ++r) std::copy(x, x + p.row, rows + r * p.row);
+      rows_of[i] = rows;
     }
   }
   const int64_t grain = std::max<int64_t>(1, kGrainOps / (tile_len * int64_t(p.code.size())));

@@ -12,12 +12,10 @@
 // time, on e = exp(-|x|) (or exp(-2|x|)) by the same reduction in float and Cephes' expf
 // polynomial (degree 5 in r, relative error about 1e-7). sigmoid is 1 / (1 + e) for x >= 0 and
 // e / (1 + e) below; tanh is (1 - e) / (1 + e) for |x| >= 0.625 (e <= 0.29: no cancellation) and
-// Cephes' tanhf polynomial x + x^3 P(x^2) below. Over the test's 9 million inputs sigmoid is within
-// 2 ulp of the correctly rounded value (one result in 2,000 is 2 ulp off) and tanh within 1 ulp;
-// TensorFlow's (Eigen's) float kernels are within 5 ulp for tanh and flush sigmoid's results below
-// about 1e-38 to zero. On an AMD Zen 4 core a [128, 128] sigmoid takes 7 us in float against 20 us
-// in double, where Zen 4's 512-bit units (two 256-bit halves) make double's degree-11 polynomial the
-// bottleneck.
+// Cephes' tanhf polynomial x + x^3 P(x^2) below. sigmoid is within 2 ulp of the correctly rounded
+// value and tanh within 1 ulp (tests/test_vmath.py, 4 million inputs). In double, as exp, they took
+// three times as long on AMD Zen 4, whose 512-bit units (two 256-bit halves) made the degree-11
+// polynomial the bottleneck (docs/benchmarks.md, the LSTM).
 //
 // The loops are written on GCC's vector types and compiled three times (target_clones): for
 // AVX-512 (one register per eight doubles or sixteen floats), AVX2 with FMA (two) and baseline
