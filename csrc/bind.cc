@@ -9,6 +9,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "pg/bfloat16.h"
 #include "pg/crc32c.h"
 #include "pg/parallel.h"
 #include "pg/run_api.h"
@@ -37,11 +38,13 @@ py::dtype numpy_dtype(DType dt) {
     case DType::i16: return py::dtype::of<int16_t>();
     case DType::u16: return py::dtype::of<uint16_t>();
     case DType::f16: return py::dtype("float16");
+    case DType::bf16: return py::dtype::of<uint16_t>();  // the bits (NumPy has no bfloat16)
   }
   throw DTypeError("unknown dtype");
 }
 
 DType array_dtype(const py::array& a, const char* what) {
+  if (std::string(py::str(a.dtype())) == "bfloat16") return DType::bf16;  // ml_dtypes' NumPy type
   const char kind = a.dtype().kind();
   const auto size = a.itemsize();
   if (kind == 'f') {
@@ -277,6 +280,7 @@ PYBIND11_MODULE(_C, m) {
   m.attr("dtypes") = dtypes;
   m.attr("max_rank") = kMaxDims;
   m.def("kernel_names", &kernel_names, "Every kernel in kernels.def, in order.");
+  m.def("cpu_has_bfloat16", &cpu_has_bfloat16, "Whether oneDNN runs bfloat16 products on this CPU's instructions.");
   m.def("elementwise_ops", &elementwise_ops, "The ops of each elementwise kernel, as pg/elementwise.def lists them.");
   m.def("set_num_threads", &set_num_threads, py::arg("n"), "Threads for pygrad's parallel loops and its matrix products together.");
   m.def("get_num_threads", &get_num_threads);

@@ -70,10 +70,11 @@ class CompiledRun:
 _NUMPY_DTYPES = {d.code: d.np for d in ALL_DTYPES}  # a native dtype code -> its NumPy dtype
 
 
-def compile_run(elements, feed_tensors, feed_shapes, store, fast=None):
+def compile_run(elements, feed_tensors, feed_shapes, store, fast=None, bfloat16=False):
     """The CompiledRun of elements (Tensors to fetch and Operations to run) with feed_tensors fed
     arrays of feed_shapes; store is the session's SessionStore; fast (if given) makes the
-    CompiledRun's `fast` from it, or None for a run it does not take."""
+    CompiledRun's `fast` from it, or None for a run it does not take; bfloat16: products in
+    bfloat16 (passes.optimize)."""
     fetch_tensors, targets, fetch_index = [], [], []
     for e in elements:
         if isinstance(e, Operation):
@@ -89,7 +90,7 @@ def compile_run(elements, feed_tensors, feed_shapes, store, fast=None):
     program = lower(schedule(value_ops, fed), specs, values, fed, store, plan_ops(value_ops))
     host = HostValues(fetch_tensors, feed_tensors, program)
     fetches = host.plan_fetches
-    optimize(program, fetches)
+    optimize(program, fetches, bfloat16)
     plan_buffers, where = assign_buffers([program.buffer_of[t] for t in host.native_feeds], program.steps, fetches,
                                          program.loops)
     largest = max((b for b in where if b.kind == TEMP_BUFFER), key=lambda b: b.nbytes, default=None)

@@ -1,12 +1,14 @@
 """The passes compile_run makes over a lowered program, in this order, before the plan's buffers are
 assigned: each rewrites program.steps in place (fetches: the operands the plan returns, which no pass
 may take away)."""
+from pygrad.bfloat16 import bfloat16_products
 from pygrad.dead_steps import drop_dead_steps
 from pygrad.fuse_elementwise import fuse_elementwise
 from pygrad.fusion import accumulate_read_gradients, elide_loop_copies, fuse, fuse_epilogues, fuse_input_pads
 
 
-def optimize(program, fetches):
+def optimize(program, fetches, bfloat16=False):
+    """bfloat16: run the float32 products in bfloat16 (pygrad/bfloat16.py; mixed precision)."""
     program.steps = fuse(program.steps, fetches)  # the softmax cost and its gradient
     fuse_input_pads(program, fetches)
     fuse_epilogues(program, fetches)  # a convolution's bias, batch norm, shortcut and activation
@@ -14,3 +16,5 @@ def optimize(program, fetches):
     accumulate_read_gradients(program, fetches)
     drop_dead_steps(program, fetches)
     fuse_elementwise(program, fetches)
+    if bfloat16:
+        bfloat16_products(program, fetches)

@@ -11,6 +11,7 @@ import numpy as np
 
 from pygrad import _C, _run, dtypes, errors
 from pygrad.graph import Graph, Operation, Tensor, TensorLike, get_default_graph, session_stack
+from pygrad.bfloat16 import session_uses_bfloat16
 from pygrad.host import HostContext, call_host, plan_host_run
 from pygrad.lowering import compile_run, out_of_memory
 from pygrad.ops.indexed_slices import IndexedSlices, IndexedSlicesValue
@@ -139,6 +140,7 @@ class BaseSession:
         # it, the plan stops before its next step with DeadlineExceededError. The compiled path
         # takes no deadline, so a session with a default one runs everything on the Python path.
         self._timeout_ms = int(getattr(config, "operation_timeout_in_ms", 0) or 0)
+        self._bfloat16 = session_uses_bfloat16(config)  # mixed precision: products in bfloat16
         self._remote = REMOTE_TARGETS.get(self._target)
         if self._timeout_ms > 0 or self._remote is not None:
             self.run = self._run_python
@@ -383,7 +385,8 @@ class BaseSession:
                 raise ValueError(errors.op_message(
                     t.op.type, t.op.name, f"Cannot feed value of shape {shape} for Tensor '{t.name}', which has "
                                           f"shape '{t.shape}'", t.op.site))
-        return compile_run(elements, feed_tensors, [a.shape for a in arrays], self._store, fast=_run.entry)
+        return compile_run(elements, feed_tensors, [a.shape for a in arrays], self._store, fast=_run.entry,
+                           bfloat16=self._bfloat16)
 
     # ---- variables ----
     def write_variable(self, var, value):

@@ -226,10 +226,18 @@ def _pygrad_module(name):
     return value
 
 
+# TF's option messages (tensorflow/core/protobuf), which pygrad keeps in pygrad.platform.config: TF1
+# programs import RewriterConfig from rewriter_config_pb2 to switch its rewrites.
+CORE_PROTOBUF = ("tensorflow.core", "tensorflow.core.protobuf", "tensorflow.core.protobuf.config_pb2",
+                 "tensorflow.core.protobuf.rewriter_config_pb2")
+
+
 def view_for(fullname):
     """A new view for the TensorFlow module fullname; ImportError when it names nothing pygrad has."""
     if fullname == "tensorflow":
         return View(fullname, [pygrad], internal=False)
+    if fullname in CORE_PROTOBUF:
+        return View(fullname, [importlib.import_module("pygrad.platform.config")], internal=False)
     if fullname == "tensorflow.python" or fullname.startswith("tensorflow.python."):
         path = _python_path(fullname)
         parent, _, last = path.rpartition(".")

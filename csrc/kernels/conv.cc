@@ -28,6 +28,7 @@
 
 #include "kernels/conv.h"
 #include "kernels/impl.h"
+#include "pg/bfloat16.h"
 #include "pg/gemm.h"
 #include "pg/parallel.h"
 #include "pg/scratch.h"
@@ -220,7 +221,13 @@ namespace {
 // x, w, y are the shapes of the forward input, filter and output, whichever operands hold them.
 ConvGeom check_conv_call(const KernelCall& c, const Shape& x, const Shape& w, const Shape& y) {
   const char* op = c.kernel.c_str();
-  expect_same_dtype(c);
+  if (c.in.size() >= 2 && c.in[0].dtype == DType::bf16) {  // a product the plan runs in bfloat16
+    PG_CHECK_DTYPE(c.in[1].dtype == DType::bf16 && c.out.size() == 1 && c.out[0].dtype == DType::f32, op,
+                   "bfloat16 operands must both be bfloat16, with a float32 output; got %s, %s -> %s",
+                   dtype_name(c.in[0].dtype), dtype_name(c.in[1].dtype), dtype_name(c.out.at(0).dtype));
+  } else {
+    expect_same_dtype(c);
+  }
   PG_CHECK(x.ndim == 4 && w.ndim == 4 && y.ndim == 4, op,
            "input, filter and output must be 4-D (NHWC, HWIO, NHWC), got input: %s, filter: %s and output: %s",
            x.str().c_str(), w.str().c_str(), y.str().c_str());
@@ -244,6 +251,20 @@ ConvGeom check_conv_call(const KernelCall& c, const Shape& x, const Shape& w, co
   const int64_t limit = int64_t{1} << 31, rows = g.patches_are_input() ? g.n * g.positions() : g.positions();
   PG_CHECK(g.taps() < limit && g.o < limit && rows < limit, op, "dimensions beyond 2^31 are not supported by the BLAS");
   return g;
+}
+
+// The step for bfloat16 operands a and b where oneDNN does not take them: both widened to float32
+// (exactly) in the calling thread's scratch, then run(frame, a, b) by the float32 kernels.
+template <class Run> Step widened(const Operand& a, const Operand& b, Run run) {
+  return [a, b, run](Frame& f) {
+    struct WideA;
+    struct WideB;
+    float* wa = thread_scratch<float, WideA>(a.shape.numel());
+    float* wb = thread_scratch<float, WideB>(b.shape.numel());
+    from_bfloat16(static_cast<const BFloat16*>(f.ptr[a.buffer]), wa, a.shape.numel());
+    from_bfloat16(static_cast<const BFloat16*>(f.ptr[b.buffer]), wb, b.shape.numel());
+    run(f, ConstView<float>{wa, a.shape}, ConstView<float>{wb, b.shape});
+  };
 }
 
 // The implementation (kernels/impl.h): "im2col" runs the kernels above, "onednn" oneDNN's
@@ -275,8 +296,9 @@ ConvEpilogue conv_epilogue_of(const KernelCall& c, int64_t channels) {
     if (c.attrs.i(name, int64_t{0}) == 0) continue;
     PG_CHECK(next < c.in.size(), op, "the %s input is missing: %zu inputs", name, c.in.size());
     const Operand& v = c.in[next++];
-    PG_CHECK(v.dtype == c.in[0].dtype && v.shape == *shape, op, "the %s must be a %s array of shape %s, got %s %s", name,
-             dtype_name(c.in[0].dtype), shape->str().c_str(), dtype_name(v.dtype), v.shape.str().c_str());
+    const DType dt = c.out.at(0).dtype;
+    PG_CHECK(v.dtype == dt && v.shape == *shape, op, "the %s must be a %s array of shape %s, got %s %s", name,
+             dtype_name(dt), shape->str().c_str(), dtype_name(v.dtype), v.shape.str().c_str());
     *buffer = v.buffer;
   }
   PG_CHECK(next == c.in.size(), op, "expects %zu inputs for its epilogue, got %zu", next, c.in.size());
@@ -330,6 +352,11 @@ Step build_conv2d_fwd(const KernelCall& c) {
   const Operand x = c.in[0], w = c.in[1], y = c.out[0];
   const ConvGeom g = check_conv_call(c, x.shape, w.shape, y.shape);
   const ConvEpilogue epilogue = conv_epilogue_of(c, g.o);
+  if (x.dtype == DType::bf16)
+    return pick_impl(c, ConvPass::forward, g, widened(x, w, [=](Frame& f, ConstView<float> xv, ConstView<float> wv) {
+      conv2d_fwd<float>(xv, wv, view<float>(f, y), g);
+      apply_conv_epilogue(f, y, epilogue);
+    }), epilogue);
   return pick_impl(c, ConvPass::forward, g, dispatch_float(x.dtype, op, [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) {
@@ -343,6 +370,11 @@ Step build_conv2d_bwd_input(const KernelCall& c) {
   expect_arity(c, 2, 1);
   const Operand w = c.in[0], dy = c.in[1], dx = c.out[0];
   const ConvGeom g = check_conv_call(c, dx.shape, w.shape, dy.shape);
+  if (w.dtype == DType::bf16)
+    return pick_impl(c, ConvPass::backward_input, g,
+                     widened(w, dy, [=](Frame& f, ConstView<float> wv, ConstView<float> dyv) {
+                       conv2d_bwd_input<float>(wv, dyv, view<float>(f, dx), g);
+                     }));
   return pick_impl(c, ConvPass::backward_input, g, dispatch_float(w.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) { conv2d_bwd_input<T>(cview<T>(f, w), cview<T>(f, dy), view<T>(f, dx), g); };
@@ -353,6 +385,11 @@ Step build_conv2d_bwd_filter(const KernelCall& c) {
   expect_arity(c, 2, 1);
   const Operand x = c.in[0], dy = c.in[1], dw = c.out[0];
   const ConvGeom g = check_conv_call(c, x.shape, dw.shape, dy.shape);
+  if (x.dtype == DType::bf16)
+    return pick_impl(c, ConvPass::backward_filter, g,
+                     widened(x, dy, [=](Frame& f, ConstView<float> xv, ConstView<float> dyv) {
+                       conv2d_bwd_filter<float>(xv, dyv, view<float>(f, dw), g);
+                     }));
   return pick_impl(c, ConvPass::backward_filter, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) { conv2d_bwd_filter<T>(cview<T>(f, x), cview<T>(f, dy), view<T>(f, dw), g); };

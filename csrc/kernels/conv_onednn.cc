@@ -31,6 +31,11 @@
 // Scratch: each primitive's scratchpad, and the blocked filter (but a constant's, kept), are the
 // calling thread's scratch (pg/scratch.h).
 //
+// bfloat16: a convolution whose two operands the plan made bfloat16 (pygrad/bfloat16.py) runs
+// oneDNN's bfloat16 kernels (AVX512-BF16 or AMX), which accumulate in float32 and write the float32
+// output; the epilogue's vectors and residual stay float32. The filter is then bfloat16 in HWIO (but
+// the filter gradient, float32), reordered into the blocked layout as above.
+//
 // Served: every float32 convolution with nonempty operands for which oneDNN has an implementation
 // other than its reference one (which is slower than im2col); conv.cc (depthwise.cc) keeps the others.
 
@@ -71,8 +76,11 @@ struct Primitive {
 class ConvPrimitives {
  public:
   // constant_filter: the filter (forward and input gradient) is a graph constant, reordered once.
-  ConvPrimitives(ConvPass pass, const ConvGeom& g, ConvEpilogue epilogue, bool constant_filter)
-      : pass_(pass), g_(g), epilogue_(epilogue), constant_filter_(constant_filter && pass != ConvPass::backward_filter) {}
+  // in_type: the data type of the pass's two operands (f32, or bf16 with a float32 output).
+  ConvPrimitives(ConvPass pass, const ConvGeom& g, ConvEpilogue epilogue, bool constant_filter,
+                 memory::data_type in_type)
+      : pass_(pass), g_(g), epilogue_(epilogue), constant_filter_(constant_filter && pass != ConvPass::backward_filter),
+        in_(in_type) {}
 
   // The primitive for `batch` images; nullptr when only the reference implementation serves it.
   const Primitive* get(int64_t batch) {
@@ -98,15 +106,18 @@ class ConvPrimitives {
   struct Vectors {  // the epilogue's [O] vectors in this run (null: absent)
     const float *bias, *scale, *shift, *residual;
   };
-  void run(const Primitive& p, int64_t n0, const float* a, const float* b, float* out, Vectors vectors) const {
+  void run(const Primitive& p, int64_t n0, const void* a, const void* b, void* out, Vectors vectors) const {
     const ConvGeom& g = g_;
-    const int64_t x_off = n0 * g.h * g.w * g.c, y_off = n0 * g.oh * g.ow * g.o;
-    auto src = [](const float* p) { return const_cast<float*>(p); };
+    const int64_t x_off = n0 * g.h * g.w * g.c * int64_t(memory::data_type_size(x_type())),
+                  y_off = n0 * g.oh * g.ow * g.o * int64_t(memory::data_type_size(y_type()));
+    auto src = [](const void* p) { return static_cast<char*>(const_cast<void*>(p)); };
+    auto dst = [](void* p) { return static_cast<char*>(p); };
     OpenMPThreads omp(p.threads);
     dnnl::engine& eng = onednn_engine();
     dnnl::stream stream(eng);
     std::unordered_map<int, memory> args;
     const memory hwio(w_desc(), eng, pass_ == ConvPass::backward_filter ? out : src(pass_ == ConvPass::forward ? b : a));
+    const float* residual = vectors.residual ? vectors.residual + y_off / int64_t(sizeof(float)) : nullptr;
     memory filter = hwio;
     if (p.reordered() && constant_filter_) {  // reordered once, at the first run
       std::call_once(p.packed_once, [&] {
@@ -122,18 +133,18 @@ class ConvPrimitives {
     }
     switch (pass_) {
       case ConvPass::forward:
-        args = {{DNNL_ARG_SRC, memory(x_desc(p.batch), eng, src(a + x_off))},
+        args = {{DNNL_ARG_SRC, memory(x_desc(p.batch), eng, src(a) + x_off)},
                 {DNNL_ARG_WEIGHTS, filter},
-                {DNNL_ARG_DST, memory(y_desc(p.batch), eng, out + y_off)}};
+                {DNNL_ARG_DST, memory(y_desc(p.batch), eng, dst(out) + y_off)}};
         break;
       case ConvPass::backward_input:
         args = {{DNNL_ARG_WEIGHTS, filter},
-                {DNNL_ARG_DIFF_DST, memory(y_desc(p.batch), eng, src(b + y_off))},
-                {DNNL_ARG_DIFF_SRC, memory(x_desc(p.batch), eng, out + x_off)}};
+                {DNNL_ARG_DIFF_DST, memory(y_desc(p.batch), eng, src(b) + y_off)},
+                {DNNL_ARG_DIFF_SRC, memory(x_desc(p.batch), eng, dst(out) + x_off)}};
         break;
       case ConvPass::backward_filter:
-        args = {{DNNL_ARG_SRC, memory(x_desc(p.batch), eng, src(a + x_off))},
-                {DNNL_ARG_DIFF_DST, memory(y_desc(p.batch), eng, src(b + y_off))},
+        args = {{DNNL_ARG_SRC, memory(x_desc(p.batch), eng, src(a) + x_off)},
+                {DNNL_ARG_DIFF_DST, memory(y_desc(p.batch), eng, src(b) + y_off)},
                 {DNNL_ARG_DIFF_WEIGHTS, filter}};
         break;
     }
@@ -141,9 +152,8 @@ class ConvPrimitives {
     int post = 0;  // the binary post-ops' inputs, by their index among the post-ops
     for (const float* v : {vectors.scale, vectors.shift})
       if (v) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(post++) | DNNL_ARG_SRC_1, memory(channels_desc(), eng, src(v)));
-    if (vectors.residual)
-      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(post++) | DNNL_ARG_SRC_1,
-                   memory(y_desc(p.batch), eng, src(vectors.residual + y_off)));
+    if (residual)
+      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(post++) | DNNL_ARG_SRC_1, memory(y_desc(p.batch), eng, src(residual)));
     const size_t bytes = p.scratch.get_size();
     if (bytes > 0) {
       struct DnnlScratch;  // a buffer apart from the other kernels' float scratch
@@ -156,20 +166,27 @@ class ConvPrimitives {
   }
 
  private:
-  memory::desc x_desc(int64_t batch) const { return {{batch, g_.c, g_.h, g_.w}, memory::data_type::f32, tag::nhwc}; }
+  // The data types of x, w and y in this pass: in_ for the operands, float32 for the output.
+  memory::data_type x_type() const { return pass_ == ConvPass::backward_input ? memory::data_type::f32 : in_; }
+  memory::data_type w_type() const { return pass_ == ConvPass::backward_filter ? memory::data_type::f32 : in_; }
+  memory::data_type y_type() const { return pass_ == ConvPass::forward ? memory::data_type::f32 : in_; }
+  memory::desc x_desc(int64_t batch, memory::data_type dt) const { return {{batch, g_.c, g_.h, g_.w}, dt, tag::nhwc}; }
+  memory::desc x_desc(int64_t batch) const { return x_desc(batch, x_type()); }
   // The filter in the step's layout (HWIO; [KH, KW, G, C / G, O / G] grouped), or any layout.
   memory::desc w_desc() const {
-    if (g_.groups == 1) return {{g_.o, g_.c, g_.kh, g_.kw}, memory::data_type::f32, tag::hwio};
+    if (g_.groups == 1) return {{g_.o, g_.c, g_.kh, g_.kw}, w_type(), tag::hwio};
     const int64_t ci = g_.c / g_.groups, co = g_.o / g_.groups, tap = g_.groups * ci * co;
-    return {{g_.groups, co, ci, g_.kh, g_.kw}, memory::data_type::f32, {ci * co, 1, co, g_.kw * tap, tap}};
+    return {{g_.groups, co, ci, g_.kh, g_.kw}, w_type(), {ci * co, 1, co, g_.kw * tap, tap}};
   }
-  memory::desc w_any() const {
-    if (g_.groups == 1) return {{g_.o, g_.c, g_.kh, g_.kw}, memory::data_type::f32, tag::any};
-    return {{g_.groups, g_.o / g_.groups, g_.c / g_.groups, g_.kh, g_.kw}, memory::data_type::f32, tag::any};
+  memory::desc w_any(memory::data_type dt) const {
+    if (g_.groups == 1) return {{g_.o, g_.c, g_.kh, g_.kw}, dt, tag::any};
+    return {{g_.groups, g_.o / g_.groups, g_.c / g_.groups, g_.kh, g_.kw}, dt, tag::any};
   }
+  memory::desc w_any() const { return w_any(w_type()); }
   memory::desc bias_desc() const { return {{g_.o}, memory::data_type::f32, tag::a}; }
   memory::desc channels_desc() const { return {{1, g_.o, 1, 1}, memory::data_type::f32, tag::nhwc}; }
-  memory::desc y_desc(int64_t batch) const { return {{batch, g_.o, g_.oh, g_.ow}, memory::data_type::f32, tag::nhwc}; }
+  memory::desc y_desc(int64_t batch, memory::data_type dt) const { return {{batch, g_.o, g_.oh, g_.ow}, dt, tag::nhwc}; }
+  memory::desc y_desc(int64_t batch) const { return y_desc(batch, y_type()); }
   static bool is_reference(const std::string& impl) { return impl.find("ref") != std::string::npos; }
 
   std::unique_ptr<Primitive> create(int64_t batch, int threads) const {
@@ -181,7 +198,8 @@ class ConvPrimitives {
     dnnl::post_ops post;
     if (epilogue_.scale_buffer >= 0) post.append_binary(dnnl::algorithm::binary_mul, channels_desc());
     if (epilogue_.shift_buffer >= 0) post.append_binary(dnnl::algorithm::binary_add, channels_desc());
-    if (epilogue_.residual_buffer >= 0) post.append_binary(dnnl::algorithm::binary_add, y_desc(batch));
+    if (epilogue_.residual_buffer >= 0)
+      post.append_binary(dnnl::algorithm::binary_add, y_desc(batch, memory::data_type::f32));
     if (epilogue_.activation == ConvActivation::relu) post.append_eltwise(dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     if (epilogue_.activation == ConvActivation::relu6) post.append_eltwise(dnnl::algorithm::eltwise_clip_v2, 0.0f, 6.0f);
     if (post.len() > 0) attr.set_post_ops(post);
@@ -189,14 +207,14 @@ class ConvPrimitives {
         pad_r{g.pad_bottom(), g.pad_right()};
     const auto alg = dnnl::algorithm::convolution_direct;
     try {
+      // The forward (the backward passes' hint): operands of in_'s type, a float32 output.
+      const memory::desc fx = x_desc(batch, in_), fw = w_any(in_), fy = y_desc(batch, memory::data_type::f32);
       dnnl::convolution_forward::primitive_desc fwd =
           epilogue_.bias_buffer >= 0
-              ? dnnl::convolution_forward::primitive_desc(eng, dnnl::prop_kind::forward_training, alg, x_desc(batch),
-                                                          w_any(), bias_desc(), y_desc(batch), strides, dilates, pad_l,
-                                                          pad_r, attr)
-              : dnnl::convolution_forward::primitive_desc(eng, dnnl::prop_kind::forward_training, alg, x_desc(batch),
-                                                          w_any(), y_desc(batch), strides, dilates, pad_l, pad_r,
-                                                          attr);
+              ? dnnl::convolution_forward::primitive_desc(eng, dnnl::prop_kind::forward_training, alg, fx, fw,
+                                                          bias_desc(), fy, strides, dilates, pad_l, pad_r, attr)
+              : dnnl::convolution_forward::primitive_desc(eng, dnnl::prop_kind::forward_training, alg, fx, fw, fy,
+                                                          strides, dilates, pad_l, pad_r, attr);
       switch (pass_) {
         case ConvPass::forward:
           return made(dnnl::convolution_forward(fwd), fwd.impl_info_str(), fwd.scratchpad_desc(), batch, threads,
@@ -243,6 +261,7 @@ class ConvPrimitives {
   ConvGeom g_;
   ConvEpilogue epilogue_;  // the forward's
   bool constant_filter_;
+  memory::data_type in_;
   RunSizeCache<Primitive> cache_;
   RunSizeCache<Primitive> whole_;  // by thread count
 };
@@ -253,11 +272,12 @@ Step onednn_conv2d_step(ConvPass pass, const ConvGeom& g, const Operand& a, cons
                         Step fallback, ConvEpilogue epilogue) {
   if (g.n == 0 || g.h == 0 || g.w == 0 || g.c == 0 || g.o == 0 || g.oh == 0 || g.ow == 0) return {};
   const Operand& filter = pass == ConvPass::forward ? b : a;
-  auto prims = std::make_shared<ConvPrimitives>(pass, g, epilogue, filter.constant != nullptr);
+  const auto in_type = a.dtype == DType::bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  auto prims = std::make_shared<ConvPrimitives>(pass, g, epilogue, filter.constant != nullptr, in_type);
   if (!prims->prepare()) return {};
   return [prims, pass, g, a, b, out, fallback, epilogue](Frame& f) {
-    const float* pa = static_cast<const float*>(f.ptr[a.buffer]);
-    const float* pb = static_cast<const float*>(f.ptr[b.buffer]);
+    const void* pa = f.ptr[a.buffer];
+    const void* pb = f.ptr[b.buffer];
     auto vec = [&](int buffer) { return buffer >= 0 ? static_cast<const float*>(f.ptr[buffer]) : nullptr; };
     const ConvPrimitives::Vectors vectors{vec(epilogue.bias_buffer), vec(epilogue.scale_buffer),
                                           vec(epilogue.shift_buffer), vec(epilogue.residual_buffer)};

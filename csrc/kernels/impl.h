@@ -1,7 +1,8 @@
 // The choice a oneDNN-backed kernel (conv2d, depthwise conv2d, pooling) makes between oneDNN and its
 // own loops, by its "impl" attribute (default "auto"):
 //  - direct_name ("im2col" for conv2d, "direct" for the others) runs direct_step;
-//  - "onednn" runs the step make_onednn() returns; an error for a dtype other than float32, and
+//  - "onednn" runs the step make_onednn() returns; an error for a dtype other than float32 (the plan's
+//    bfloat16 operands of a convolution, pygrad/bfloat16.py, count as float32 here), and
 //    where oneDNN serves the call only by its reference kernel (make_onednn() returns an empty Step);
 //  - "auto" takes oneDNN's step for float32 where it serves the call, unless auto_direct (a call the
 //    kernel's own loops measured faster on), and direct_step elsewhere.
@@ -20,7 +21,7 @@ Step choose_impl(const KernelCall& c, const char* direct_name, Step direct_step,
   PG_CHECK(impl == "auto" || impl == direct_name || impl == "onednn", op,
            "impl must be 'auto', '%s' or 'onednn', got '%s'", direct_name, impl.c_str());
   if (impl == direct_name || (impl == "auto" && auto_direct)) return direct_step;
-  if (c.in[0].dtype != DType::f32) {
+  if (c.in[0].dtype != DType::f32 && c.in[0].dtype != DType::bf16) {
     if (impl == "onednn")
       throw DTypeError(format_error(op, "the oneDNN kernels are float32 only, got %s", dtype_name(c.in[0].dtype)));
     return direct_step;

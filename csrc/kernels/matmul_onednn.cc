@@ -11,6 +11,10 @@
 // A primitive is created for each (transposes, m, n, k, leading dimensions) the first time it is
 // asked for and kept in a process-wide cache (at most kMaxPrimitives; the cache is emptied when full).
 // The scratchpad is the calling thread's scratch, so runs of one primitive may overlap.
+//
+// onednn_gemm_bf16: the same primitive with bfloat16 operands and a float32 result (the plan's
+// bfloat16 products, pygrad/bfloat16.py): oneDNN's brgemm kernels for AVX512-BF16 (or AMX), which
+// accumulate in float32.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -29,10 +33,15 @@ dnnl::engine& onednn_engine() {
   return engine;
 }
 
+bool cpu_has_bfloat16() {
+  const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & bf16) == bf16;
+}
+
 namespace {
 
 using dnnl::memory;
-using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, memory::data_type>;
 
 struct Matmul {
   dnnl::matmul prim;
@@ -49,11 +58,10 @@ std::shared_ptr<const Matmul> matmul_for(const Key& key) {
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   if (cache.size() >= kMaxPrimitives) cache.clear();
-  const auto [ta, tb, m, n, k, lda, ldb, ldc] = key;
-  const auto f32 = memory::data_type::f32;
-  memory::desc a({m, k}, f32, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
-  memory::desc b({k, n}, f32, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
-  memory::desc c({m, n}, f32, memory::dims{ldc, 1});
+  const auto [ta, tb, m, n, k, lda, ldb, ldc, in_type] = key;
+  memory::desc a({m, k}, in_type, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
+  memory::desc b({k, n}, in_type, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
+  memory::desc c({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
   std::shared_ptr<const Matmul> made;
   try {
     OneOpenMPThread one;  // the implementation is chosen for the one thread it runs on
@@ -68,14 +76,16 @@ std::shared_ptr<const Matmul> matmul_for(const Key& key) {
   return made;
 }
 
-// c = op(a) @ op(b) by the matmul primitive; false when oneDNN has only its reference implementation.
-bool primitive_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-                     int64_t ldb, float* c, int64_t ldc) {
-  const std::shared_ptr<const Matmul> mm = matmul_for(Key{ta, tb, m, n, k, lda, ldb, ldc});
+// c = op(a) @ op(b) by the matmul primitive, a and b of in_type (T); false when oneDNN has only its
+// reference implementation.
+template <class T>
+bool primitive_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+                    int64_t ldb, float* c, int64_t ldc, memory::data_type in_type) {
+  const std::shared_ptr<const Matmul> mm = matmul_for(Key{ta, tb, m, n, k, lda, ldb, ldc, in_type});
   if (!mm) return false;
   dnnl::engine& eng = onednn_engine();
   dnnl::stream stream(eng);
-  auto in = [](const float* p) { return const_cast<float*>(p); };
+  auto in = [](const T* p) { return const_cast<T*>(p); };
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(mm->a, eng, in(a))},
                                        {DNNL_ARG_WEIGHTS, memory(mm->b, eng, in(b))},
                                        {DNNL_ARG_DST, memory(mm->c, eng, c)}};
@@ -96,7 +106,13 @@ bool onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float
   if (!tb && m * n * k >= (int64_t{1} << (ta ? 27 : 30))) {
     return dnnl_sgemm(ta ? 'T' : 'N', 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc) == dnnl_success;
   }
-  return primitive_sgemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  return primitive_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, memory::data_type::f32);
+}
+
+bool onednn_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
+                      const BFloat16* b, int64_t ldb, float* c, int64_t ldc) {
+  OneOpenMPThread one;
+  return primitive_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, memory::data_type::bf16);
 }
 
 }  // namespace pg

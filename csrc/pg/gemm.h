@@ -5,7 +5,9 @@
 
 #include <cstdint>
 
+#include "pg/bfloat16.h"
 #include "pg/parallel.h"
+#include "pg/scratch.h"
 
 namespace pg {
 
@@ -13,6 +15,9 @@ namespace pg {
 // oneDNN has no implementation but its reference one for these strides.
 bool onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                   int64_t ldb, float* c, int64_t ldc);
+// The same with bfloat16 a and b, accumulated in float32.
+bool onednn_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
+                      const BFloat16* b, int64_t ldb, float* c, int64_t ldc);
 // c [m, n] = a^T op(b) for 2 to 15 columns and 16 rows or more, by AVX-512 kernels
 // (kernels/thin_gemm.cc); false for other shapes (ta false among them) or where the CPU lacks AVX-512.
 bool thin_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
@@ -63,13 +68,31 @@ inline void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const d
                     int(k), 1.0, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 
+// A bfloat16 product (beta 0) by oneDNN; where oneDNN has only its reference kernel for it, a and b
+// widened to float32 (exactly) in the calling thread's scratch and multiplied by the float32 route.
+inline void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
+                      const BFloat16* b, int64_t ldb, float /*beta*/, float* c, int64_t ldc) {
+  if (onednn_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, c, ldc)) return;
+  struct WideA;
+  struct WideB;
+  const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+  float* wa = thread_scratch<float, WideA>(a_rows * a_cols);
+  float* wb = thread_scratch<float, WideB>(b_rows * b_cols);
+  for (int64_t i = 0; i < a_rows; ++i)
+    for (int64_t j = 0; j < a_cols; ++j) wa[i * a_cols + j] = from_bfloat16(a[i * lda + j]);
+  for (int64_t i = 0; i < b_rows; ++i)
+    for (int64_t j = 0; j < b_cols; ++j) wb[i * b_cols + j] = from_bfloat16(b[i * ldb + j]);
+  blas_gemm(ta, tb, m, n, k, wa, a_cols, wb, b_cols, 0.0f, c, ldc);
+}
+
 // c [m, n] = op(a) @ op(b) + beta * c, row-major; op(a) is [m, k] (a is [k, m] when ta), op(b) is
 // [k, n]. A product of at least kParallelFlops is split into one block of c's rows per thread (of
 // its columns when c is wider than tall), each a one-thread BLAS call; inside a parallel loop it
 // is one call. The split depends on the shape and the thread count only.
-template <class T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
-          T* c) {
+// a and b are T, c and beta C: the same type, or bfloat16 operands of a float32 product (beta 0).
+template <class T, class C>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, C beta,
+          C* c) {
   constexpr int64_t kParallelFlops = int64_t{1} << 19, kMinBlock = 8;
   if (get_num_threads() <= 1 || in_parallel_loop() || m * n * k < kParallelFlops) {
     blas_gemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, n);

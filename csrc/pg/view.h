@@ -9,9 +9,11 @@ namespace pg {
 constexpr int kMaxDims = 8;
 
 // The dtypes the kernels know. The numbering is exported to Python by bind.cc. Every kernel that
-// only moves or converts data takes all of them (dispatch_storage); arithmetic takes the first five.
-enum class DType : int { f32 = 0, f64 = 1, i32 = 2, i64 = 3, b8 = 4, u8 = 5, i8 = 6, i16 = 7, u16 = 8, f16 = 9 };
-constexpr int kNumDTypes = 10;
+// only moves or converts data takes the first ten (dispatch_storage); arithmetic takes the first
+// five. bf16 is the plan's own: the bfloat16 copies of the operands of products that
+// pygrad/bfloat16.py makes (pg/bfloat16.h), which only to_bfloat16 writes and the products read.
+enum class DType : int { f32 = 0, f64 = 1, i32 = 2, i64 = 3, b8 = 4, u8 = 5, i8 = 6, i16 = 7, u16 = 8, f16 = 9, bf16 = 10 };
+constexpr int kNumDTypes = 11;
 const char* dtype_name(DType dt);
 int64_t dtype_size(DType dt);
 
@@ -26,6 +28,10 @@ template <> struct dtype_of<int8_t> { static constexpr DType value = DType::i8; 
 template <> struct dtype_of<int16_t> { static constexpr DType value = DType::i16; };
 template <> struct dtype_of<uint16_t> { static constexpr DType value = DType::u16; };
 template <> struct dtype_of<_Float16> { static constexpr DType value = DType::f16; };
+struct BFloat16 {  // a bfloat16's bits: a float32's upper half
+  uint16_t bits;
+};
+template <> struct dtype_of<BFloat16> { static constexpr DType value = DType::bf16; };
 
 struct Shape {
   int ndim = 0;

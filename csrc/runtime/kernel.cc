@@ -51,6 +51,7 @@ const char* dtype_name(DType dt) {
     case DType::i16: return "int16";
     case DType::u16: return "uint16";
     case DType::f16: return "float16";
+    case DType::bf16: return "bfloat16";
   }
   return "?";
 }
@@ -60,7 +61,7 @@ int64_t dtype_size(DType dt) {
     case DType::f32: case DType::i32: return 4;
     case DType::f64: case DType::i64: return 8;
     case DType::b8: case DType::u8: case DType::i8: return 1;
-    case DType::i16: case DType::u16: case DType::f16: return 2;
+    case DType::i16: case DType::u16: case DType::f16: case DType::bf16: return 2;
   }
   return 0;
 }

@@ -4,7 +4,8 @@ built on first use). What pygrad honours: ``intra_op_parallelism_threads`` (> 0 
 count when a session starts), ``operation_timeout_in_ms`` and RunOptions' ``timeout_in_ms`` (a run
 that takes longer stops with DeadlineExceededError; RunOptions' wins when both are set), and
 RunOptions' ``trace_level``: SOFTWARE_TRACE, HARDWARE_TRACE or FULL_TRACE fills the run's
-RunMetadata.step_stats with the ops it ran and their times (pygrad/step_stats.py). The rest is
+RunMetadata.step_stats with the ops it ran and their times (pygrad/step_stats.py); and
+RewriterConfig's mixed-precision switches (bfloat16 products). The rest is
 accepted and kept, since pygrad runs on the CPU alone (device counts, placement logging, GPU memory).
 """
 from pygrad.proto import lazy_messages
@@ -37,9 +38,30 @@ class OptimizerOptions(_Options):
                "global_jit_level": 0}
 
 
+class RewriterConfig(_Options):
+    """TF's graph rewriter switches. pygrad honours the mixed-precision ones: ON for
+    ``auto_mixed_precision``, ``auto_mixed_precision_onednn_bfloat16`` (TF's oneDNN bfloat16 rewrite) or
+    ``auto_mixed_precision_mkl`` (its earlier name) runs the session's float32 convolutions and matrix
+    products in bfloat16 (pygrad/bfloat16.py), as does a session created after
+    ``enable_mixed_precision_graph_rewrite`` unless ``auto_mixed_precision`` is OFF (TF's rule)."""
+    DEFAULT, ON, OFF, AGGRESSIVE, EXPERIMENTAL_MLIR, EXPERIMENTAL_BOTH = 0, 1, 2, 3, 4, 5
+    MIXED_PRECISION = ("auto_mixed_precision", "auto_mixed_precision_onednn_bfloat16", "auto_mixed_precision_mkl")
+    _fields = {"constant_folding": 0, "arithmetic_optimization": 0, "layout_optimizer": 0, "remapping": 0,
+               "memory_optimization": 0, "disable_meta_optimizer": False, "auto_mixed_precision": 0,
+               "auto_mixed_precision_mkl": 0, "auto_mixed_precision_onednn_bfloat16": 0,
+               "auto_mixed_precision_cpu": 0, "min_graph_nodes": 0, "optimizers": list}
+
+    def mixed_precision(self, rewrite_enabled):
+        """Whether a session with these options runs mixed precision; rewrite_enabled: whether
+        enable_mixed_precision_graph_rewrite is in effect."""
+        if any(getattr(self, name) == self.ON for name in self.MIXED_PRECISION):
+            return True
+        return bool(rewrite_enabled) and self.auto_mixed_precision != self.OFF
+
+
 class GraphOptions(_Options):
     _fields = {"optimizer_options": OptimizerOptions, "enable_bfloat16_sendrecv": False, "build_cost_model": 0,
-               "infer_shapes": False, "place_pruned_graph": False, "rewrite_options": None}
+               "infer_shapes": False, "place_pruned_graph": False, "rewrite_options": RewriterConfig}
 
 
 class ConfigProto(_Options):

@@ -1,0 +1,137 @@
+"""bfloat16 products (a pass of compile_run, for a session with mixed precision on): the float32
+convolutions (forward, input and filter gradients) and matrix products of a plan run on bfloat16
+copies of their two operands, accumulated and written in float32, by oneDNN's kernels for
+AVX512-BF16 or AMX. Everything else stays float32: variables (the master weights), optimizer
+state, the products' outputs, the epilogue a convolution fuses, every other step.
+
+Each operand gets a to_bfloat16 step (csrc/kernels/bfloat16.cc) placed before the product. Later
+products that read the same buffer share that copy while nothing writes the buffer in between and no
+jump leaves or enters the stretch: the forward product and the input gradient share a weight's copy,
+the input gradient and the filter gradient the copy of the output's gradient. A graph constant's
+copy is made here once (`to_bfloat16`, the kernel's rounding), so a frozen model's filters are
+bfloat16 constants that the convolutions reorder once.
+
+Rounding (pg/bfloat16.h): to nearest, ties to even, subnormals to zero of their sign, NaN kept; as
+AVX512-BF16's conversion instruction rounds. The products' values are those of float32 products of
+the rounded operands, up to the order of the float32 sums.
+
+When the switch is on: ``Session(config=...)`` with RewriterConfig's ``auto_mixed_precision``,
+``auto_mixed_precision_onednn_bfloat16`` or ``auto_mixed_precision_mkl`` ON, or a Session created
+after ``tf.train.experimental.enable_mixed_precision_graph_rewrite``. On a CPU without AVX512-BF16
+the session warns once and runs float32 (``cpu_has_bfloat16``).
+"""
+import warnings
+
+import numpy as np
+
+from pygrad import _C
+from pygrad.dtypes import float32
+from pygrad.fusion import _jump_targets, _rewrite, _writers
+from pygrad.kernels import CONST_BUFFER, CONV2D_BWD_FILTER, CONV2D_BWD_INPUT, CONV2D_FWD, MATMUL_FWD, \
+    TEMP_BUFFER, TO_BFLOAT16
+
+BFLOAT16 = _C.dtypes["bfloat16"]
+
+# The products, and the positions of their two operands among the step's inputs.
+_PRODUCTS = {CONV2D_FWD: (0, 1), CONV2D_BWD_INPUT: (0, 1), CONV2D_BWD_FILTER: (0, 1), MATMUL_FWD: (0, 1)}
+
+
+def cpu_has_bfloat16():
+    """Whether this CPU has the bfloat16 dot products oneDNN's bfloat16 kernels need (AVX512-BF16 or
+    AMX), as oneDNN itself detects them."""
+    return bool(_C.cpu_has_bfloat16())
+
+
+def session_uses_bfloat16(config):
+    """Whether a Session created now with config (a ConfigProto or None) runs its products in
+    bfloat16, by RewriterConfig.mixed_precision; noted for enable_mixed_precision_graph_rewrite's
+    warning. On a CPU without bfloat16 instructions it warns and answers False."""
+    from pygrad.platform.config import RewriterConfig
+    from pygrad.train import mixed_precision
+    options = getattr(getattr(config, "graph_options", None), "rewrite_options", None)
+    if not isinstance(options, RewriterConfig):
+        options = RewriterConfig(**{name: getattr(options, name, RewriterConfig.DEFAULT)
+                                    for name in RewriterConfig.MIXED_PRECISION})
+    uses = options.mixed_precision(mixed_precision.graph_rewrite_enabled())
+    mixed_precision.note_session_created(uses)
+    if uses and not cpu_has_bfloat16():
+        warnings.warn("Mixed precision: this CPU has no bfloat16 instructions (AVX512-BF16 or AMX), so the "
+                      "session runs its convolutions and matrix products in float32.", RuntimeWarning, stacklevel=3)
+        return False
+    return uses
+
+
+def to_bfloat16(x):
+    """The bits (uint16) of float32 array x rounded to bfloat16, as the native kernel rounds."""
+    u = np.ascontiguousarray(x, np.float32).view(np.uint32)
+    rounded = ((u + np.uint32(0x7FFF) + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = (u & 0x7FFFFFFF) > 0x7F800000
+    subnormal = (u & 0x7F800000) == 0
+    out = np.where(nan, ((u >> 16) | 0x40).astype(np.uint16), rounded)
+    return np.where(subnormal, ((u & 0x80000000) >> 16).astype(np.uint16), out).astype(np.uint16)
+
+
+def from_bfloat16(bits):
+    """The float32 values of bfloat16 bits (uint16)."""
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def bfloat16_products(program, fetches):
+    """Rewrites program.steps in place (fetches: the operands the plan returns, untouched here)."""
+    steps = program.steps
+    writers = _writers(steps)
+    targets = _jump_targets(program)
+    jumps = [k for k, s in enumerate(steps) if s.kernel is None]
+    copies = {}  # id(buffer) -> (the step index the copy is made before, its Operand)
+    consts = {}  # id(buffer) -> the bfloat16 constant's Buffer
+    replaced = {}
+    for k, st in enumerate(steps):
+        if not _takes_bfloat16(st):
+            continue
+        made, ins = [], list(st.ins)
+        offset = st.attrs.get("b_offset", 0)
+        for pos in _PRODUCTS[st.kernel]:
+            o = ins[pos]
+            at = offset if pos == 1 else 0
+            if o.buffer.kind == CONST_BUFFER:
+                ins[pos] = _constant_copy(consts, o, at)
+                continue
+            Operand, Buffer, Step = type(o), type(o.buffer), type(st)  # noqa: N806 (lowering's, which imports this)
+            key = (id(o.buffer), at, o.dims)
+            prior = copies.get(key)
+            if prior is not None and _unchanged(o.buffer, prior[0], k, writers, targets, jumps):
+                ins[pos] = prior[1]
+                continue
+            copy = Operand(Buffer(TEMP_BUFFER, st.op, 2 * int(np.prod(o.dims, dtype=np.int64))), BFLOAT16, o.dims)
+            made.append(Step(st.op, TO_BFLOAT16, [o], [copy], {"offset": at} if at else {}, st.reads_vars, -1))
+            copies[key] = (k, copy)
+            ins[pos] = copy
+        attrs = {a: v for a, v in st.attrs.items() if a != "b_offset"}
+        replaced[k] = made + [type(st)(st.op, st.kernel, ins, st.outs, attrs, st.reads_vars, st.init_var, st.fused)]
+    _rewrite(program, replaced, ())
+
+
+def _takes_bfloat16(st):
+    """Whether step st is a float32 product whose operands may be bfloat16."""
+    if st.kernel not in _PRODUCTS or len(st.outs) != 1 or st.outs[0].dtype != float32.code:
+        return False
+    return all(st.ins[p].dtype == float32.code for p in _PRODUCTS[st.kernel])
+
+
+def _unchanged(buffer, first, k, writers, targets, jumps):
+    """Whether buffer holds at step k what it held before step `first`: no step in between writes
+    it, and no jump leaves the stretch or lands inside it."""
+    if any(first <= w < k for w in writers.get(id(buffer), ())):
+        return False
+    return not any(first <= j < k for j in jumps) and not any(first < t <= k for t in targets)
+
+
+def _constant_copy(consts, o, offset):
+    """The operand of constant o's bfloat16 copy (its elements from offset on, o's dims)."""
+    key = (id(o.buffer), offset, o.dims)
+    if key not in consts:
+        size = int(np.prod(o.dims, dtype=np.int64))
+        values = np.asarray(o.buffer.payload, np.float32).reshape(-1)[offset:offset + size]
+        bits = to_bfloat16(values).reshape(o.dims)
+        consts[key] = type(o.buffer)(CONST_BUFFER, bits, bits.nbytes)
+    return type(o)(consts[key], BFLOAT16, o.dims)
