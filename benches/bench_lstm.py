@@ -86,6 +86,7 @@ def build_tf1(tf):
     W_out = tf.Variable(tf.zeros([UNITS, CLASSES]))
     b_out = tf.Variable(tf.zeros([CLASSES]))
     logits = tf.matmul(outputs[:, -1, :], W_out) + b_out
+    tf.add_to_collection("logits", logits)  # (bench_bfloat16.py's accuracy)
     loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=logits))
     train_op = tf.train.AdamOptimizer(LEARNING_RATE).minimize(loss)
     names = {v.name: v for v in tf.global_variables()}
