@@ -42,23 +42,44 @@ def cpu_has_bfloat16():
     return bool(_C.cpu_has_bfloat16())
 
 
+# The mixed-precision switches: TF's RewriterConfig fields that turn the rewrite on, and its Toggle
+# values; and the process-wide switch, enable_mixed_precision_graph_rewrite's (TF's
+# mixed_precision_global_state), which pygrad/train/mixed_precision.py sets.
+SWITCHES = ("auto_mixed_precision", "auto_mixed_precision_onednn_bfloat16", "auto_mixed_precision_mkl")
+ON, OFF = 1, 2
+_state = {"rewrite": False, "float32_session_created": False}
+
+
+def set_graph_rewrite(enabled):
+    """Turns the process-wide switch on or off, for the Sessions created after."""
+    _state["rewrite"] = bool(enabled)
+
+
+def graph_rewrite_enabled():
+    return _state["rewrite"]
+
+
+def float32_session_created():
+    """Whether a Session that does not use mixed precision was created (enable's warning)."""
+    return _state["float32_session_created"]
+
+
 def session_uses_bfloat16(config):
-    """Whether a Session created now with config (a ConfigProto or None) runs its products in
-    bfloat16, by RewriterConfig.mixed_precision; noted for enable_mixed_precision_graph_rewrite's
-    warning. On a CPU without bfloat16 instructions it warns and answers False."""
-    from pygrad.platform.config import RewriterConfig
-    from pygrad.train import mixed_precision
+    """Whether a Session created now with config (a ConfigProto, pygrad's or TF's, or None) runs its
+    products in bfloat16: a switch of SWITCHES ON, or the process-wide switch on and
+    auto_mixed_precision not OFF (TF's Session's rule). On a CPU without bfloat16 instructions it
+    warns and answers False."""
     options = getattr(getattr(config, "graph_options", None), "rewrite_options", None)
-    if not isinstance(options, RewriterConfig):
-        options = RewriterConfig(**{name: getattr(options, name, RewriterConfig.DEFAULT)
-                                    for name in RewriterConfig.MIXED_PRECISION})
-    uses = options.mixed_precision(mixed_precision.graph_rewrite_enabled())
-    mixed_precision.note_session_created(uses)
-    if uses and not cpu_has_bfloat16():
+    toggles = {name: getattr(options, name, 0) for name in SWITCHES}
+    uses = ON in toggles.values() or (graph_rewrite_enabled() and toggles["auto_mixed_precision"] != OFF)
+    if not uses:
+        _state["float32_session_created"] = True
+        return False
+    if not cpu_has_bfloat16():
         warnings.warn("Mixed precision: this CPU has no bfloat16 instructions (AVX512-BF16 or AMX), so the "
                       "session runs its convolutions and matrix products in float32.", RuntimeWarning, stacklevel=3)
         return False
-    return uses
+    return True
 
 
 def to_bfloat16(x):

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import pygrad as tf
+import pygrad.bfloat16
 from pygrad import _C, lowering
 from pygrad.bfloat16 import cpu_has_bfloat16, from_bfloat16, to_bfloat16
 from pygrad.platform.config import RewriterConfig
-from pygrad.train import mixed_precision
 from test_conv_onednn import EPS32, Conv
 
 ml_dtypes = pytest.importorskip("ml_dtypes")  # NumPy's bfloat16, to hand the kernels bfloat16 arrays
@@ -284,7 +284,7 @@ def test_rewriter_config_switches(plans, field):
 
 @needs_bf16
 def test_process_wide_switch_follows_tfs_rule(plans, monkeypatch):
-    monkeypatch.setattr(mixed_precision, "graph_rewrite_enabled", lambda: True)
+    monkeypatch.setattr(pygrad.bfloat16, "graph_rewrite_enabled", lambda: True)
     assert _uses_bfloat16(plans, None)
     config = tf.ConfigProto()
     config.graph_options.rewrite_options.auto_mixed_precision = RewriterConfig.OFF

@@ -19,7 +19,7 @@ LAYERS = [
     ("ops", ["pygrad.ops", "pygrad.ops.*"]),
     ("gradients", ["pygrad.gradients", "pygrad.control_flow_grad"]),
     ("lowering", ["pygrad.lowering", "pygrad.host", "pygrad.session_store", "pygrad.passes", "pygrad.fusion",
-                  "pygrad.fuse_elementwise", "pygrad.dead_steps"]),
+                  "pygrad.fuse_elementwise", "pygrad.dead_steps", "pygrad.bfloat16"]),
     ("session", ["pygrad.session", "pygrad.plan_cache", "pygrad._run", "pygrad.step_stats"]),
     ("api", ["pygrad.train", "pygrad.train.*", "pygrad.nn", "pygrad.platform", "pygrad.platform.*", "pygrad.layers", "pygrad.layers.*", "pygrad.losses", "pygrad.metrics", "pygrad.metrics.*", "pygrad.estimator", "pygrad.estimator.*",
              "pygrad.summary", "pygrad.summary.*", "pygrad.data", "pygrad.data.*", "pygrad.compat",

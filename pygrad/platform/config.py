@@ -45,18 +45,10 @@ class RewriterConfig(_Options):
     products in bfloat16 (pygrad/bfloat16.py), as does a session created after
     ``enable_mixed_precision_graph_rewrite`` unless ``auto_mixed_precision`` is OFF (TF's rule)."""
     DEFAULT, ON, OFF, AGGRESSIVE, EXPERIMENTAL_MLIR, EXPERIMENTAL_BOTH = 0, 1, 2, 3, 4, 5
-    MIXED_PRECISION = ("auto_mixed_precision", "auto_mixed_precision_onednn_bfloat16", "auto_mixed_precision_mkl")
     _fields = {"constant_folding": 0, "arithmetic_optimization": 0, "layout_optimizer": 0, "remapping": 0,
                "memory_optimization": 0, "disable_meta_optimizer": False, "auto_mixed_precision": 0,
                "auto_mixed_precision_mkl": 0, "auto_mixed_precision_onednn_bfloat16": 0,
                "auto_mixed_precision_cpu": 0, "min_graph_nodes": 0, "optimizers": list}
-
-    def mixed_precision(self, rewrite_enabled):
-        """Whether a session with these options runs mixed precision; rewrite_enabled: whether
-        enable_mixed_precision_graph_rewrite is in effect."""
-        if any(getattr(self, name) == self.ON for name in self.MIXED_PRECISION):
-            return True
-        return bool(rewrite_enabled) and self.auto_mixed_precision != self.OFF
 
 
 class GraphOptions(_Options):

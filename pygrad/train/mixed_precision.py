@@ -1,15 +1,9 @@
-"""TF1's mixed-precision switch: the process-wide state that Sessions read when they are created
-(TF's mixed_precision_global_state)."""
-
-_state = {"enabled": False, "non_mixed_precision_session_created": False}
+"""TF1's mixed-precision switch. The process-wide state lives with the rewrite it switches
+(pygrad/bfloat16.py: set_graph_rewrite, graph_rewrite_enabled, float32_session_created), which a
+Session reads when it is created."""
+from pygrad import bfloat16
 
 
 def graph_rewrite_enabled():
     """Whether enable_mixed_precision_graph_rewrite is in effect."""
-    return _state["enabled"]
-
-
-def note_session_created(uses_mixed_precision):
-    """Called by Session.__init__: a session that does not use mixed precision makes a later enable warn."""
-    if not uses_mixed_precision:
-        _state["non_mixed_precision_session_created"] = True
+    return bfloat16.graph_rewrite_enabled()
