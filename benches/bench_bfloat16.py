@@ -22,6 +22,9 @@ convnet (keep_prob 0.5, the graph's random seed fixed, so both precisions draw t
 masks in one library) and the LSTM from the same initial weights on the same batches, then
 reports the accuracy on the 10,000 MNIST test images and the last 50 steps' mean loss.
 
+--per-step: pygrad's convnet training step alone, op by op from traced runs, in both precisions,
+with the products' total beside the rest.
+
 Header: the CPU model and its bfloat16 flags (avx512_bf16, amx_bf16), and whether pygrad runs
 bfloat16 on it (oneDNN's detection: pygrad.bfloat16.cpu_has_bfloat16). On a CPU without them
 both libraries run float32 in both columns; the script says so.
@@ -29,6 +32,7 @@ both libraries run float32 in both columns; the script says so.
 Run:
   python benches/bench_bfloat16.py [--threads 1] [--repeats 3] [--steps 50] [--peers tensorflow|none]
                                    [--accuracy-steps 1000] [--lstm-accuracy-steps 500] [--cases ...]
+  python benches/bench_bfloat16.py --per-step [--steps 50] [--threads 1]
 """
 import contextlib
 import os
@@ -134,6 +138,33 @@ def lstm_accuracy(lib, precision, batches, steps, test, seed):
     return float(np.mean(predicted == test[1])), float(np.mean(losses[-50:]))
 
 
+def per_step(lib, batches, steps, seed):
+    """What --per-step prints: pygrad's convnet training step in each precision from traced runs,
+    op by op (a product counted with its operands' bfloat16 conversions, which run just before it),
+    and the products' total beside the other steps'."""
+    import numpy as np
+
+    import bench_convnet
+    tf = lib.module
+    for precision in PRECISIONS:
+        with common.fresh_graph(tf):
+            x, y_, keep_prob, _, loss, train_step = bench_convnet.build_tf1(tf, bench_convnet.initial_values(seed))
+            with tf.Session(**session_kwargs(lib, precision)) as sess:
+                sess.run(tf.global_variables_initializer())
+
+                def feed_of(i):
+                    bx, by = batches[i % len(batches)]
+                    return {x: bx, y_: by, keep_prob: bench_convnet.KEEP_PROB_TRAIN}
+
+                title = f"pygrad, the convnet's training step in {precision}"
+                common.per_step_report(tf, sess, [train_step, loss], feed_of, steps, title)
+                times = common.traced_op_times(tf, sess, [train_step, loss], feed_of, steps)
+        products = sum(float(np.median(v)) for (types, _), v in times.items() if types.split("+")[0] in
+                       ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MatMul"))
+        total = sum(float(np.median(v)) for v in times.values())
+        print(f"  products {products / 1000:.2f} ms, the other steps {(total - products) / 1000:.2f} ms")
+
+
 def print_speed(results, libs, cases):
     print(f"{'case':<20}{'library':<12}{'precision':<10}{'median_ms':>11}{'p10':>9}{'p90':>9}"
           f"{'bf16 speed-up':>15}{'peer/pygrad':>13}")
@@ -161,6 +192,8 @@ def main():
     p.add_argument("--accuracy-steps", type=int, default=1000, help="convnet training steps per accuracy run")
     p.add_argument("--lstm-accuracy-steps", type=int, default=500, help="LSTM training steps per accuracy run")
     p.add_argument("--seed", type=int, default=0, help="NumPy seed of the initial weights (and graph seed)")
+    p.add_argument("--per-step", action="store_true",
+                   help="only time each op of pygrad's convnet step in both precisions (--steps traced runs)")
     p.set_defaults(peers="tensorflow")
     args, libs, _ = common.start(p, None)
     libs = [lib for lib in libs if lib.name in ("pygrad", "tensorflow")]
@@ -168,6 +201,9 @@ def main():
     images, labels = common.load_mnist_train(args.data_dir)
     batches = {50: common.make_batches(images, labels, 50), 128: common.make_batches(images, labels, 128)}
 
+    if args.per_step:
+        per_step(libs[0], batches[50], args.steps, args.seed)
+        return
     import pygrad.bfloat16
     flags = cpu_bf16_flags()
     print(f"cpu: {common.cpu_model()}; bfloat16 flags: {', '.join(flags) or 'none'}; pygrad runs bfloat16 "

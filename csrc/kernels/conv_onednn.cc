@@ -117,7 +117,7 @@ class ConvPrimitives {
     dnnl::stream stream(eng);
     std::unordered_map<int, memory> args;
     const memory hwio(w_desc(), eng, pass_ == ConvPass::backward_filter ? out : src(pass_ == ConvPass::forward ? b : a));
-    const float* residual = vectors.residual ? vectors.residual + y_off / int64_t(sizeof(float)) : nullptr;
+    const float* residual = vectors.residual ? vectors.residual + n0 * g.oh * g.ow * g.o : nullptr;  // (forward)
     memory filter = hwio;
     if (p.reordered() && constant_filter_) {  // reordered once, at the first run
       std::call_once(p.packed_once, [&] {
