@@ -7,7 +7,9 @@ state, the products' outputs, the epilogue a convolution fuses, every other step
 Each operand gets a to_bfloat16 step (csrc/kernels/bfloat16.cc) placed before the product. Later
 products that read the same buffer share that copy while nothing writes the buffer in between and no
 jump leaves or enters the stretch: the forward product and the input gradient share a weight's copy,
-the input gradient and the filter gradient the copy of the output's gradient. A graph constant's
+the input gradient and the filter gradient the copy of the output's gradient. An operand that a
+loop's products read and no step of the loop writes (a recurrent network's weights) is copied
+once, before the loop, and the loop's products share that copy. A graph constant's
 copy is made here once (`to_bfloat16`, the kernel's rounding), so a frozen model's filters are
 bfloat16 constants that the convolutions reorder once.
 
@@ -103,9 +105,11 @@ def bfloat16_products(program, fetches):
     writers = _writers(steps)
     targets = _jump_targets(program)
     jumps = [k for k, s in enumerate(steps) if s.kernel is None]
-    copies = {}  # id(buffer) -> (the step index the copy is made before, its Operand)
-    consts = {}  # id(buffer) -> the bfloat16 constant's Buffer
-    replaced = {}
+    hoistable = _hoistable_loops(program, jumps)
+    copies = {}  # (id(buffer), offset, dims) -> (the step index the copy is made before, its Operand)
+    hoisted = {}  # ((id(buffer), offset, dims), loop) -> the Operand of the copy made before loop
+    consts = {}  # (id(buffer), offset, dims) -> the bfloat16 constant's Buffer
+    replaced, after = {}, {}  # after[i]: the copies made after step i (before a loop that starts at i + 1)
     for k, st in enumerate(steps):
         if not _takes_bfloat16(st):
             continue
@@ -114,22 +118,48 @@ def bfloat16_products(program, fetches):
         for pos in _PRODUCTS[st.kernel]:
             o = ins[pos]
             at = offset if pos == 1 else 0
-            if o.buffer.kind == CONST_BUFFER:
-                ins[pos] = _constant_copy(consts, o, at)
-                continue
-            Operand, Buffer, Step = type(o), type(o.buffer), type(st)  # noqa: N806 (lowering's, which imports this)
             key = (id(o.buffer), at, o.dims)
+            if o.buffer.kind == CONST_BUFFER:
+                ins[pos] = _constant_copy(consts, key, o, at)
+                continue
+            loop = next((lp for lp in hoistable if lp[0] <= k <= lp[1] and
+                         not any(lp[0] <= w <= lp[1] for w in writers.get(id(o.buffer), ()))), None)
+            if loop is not None and (key, loop) in hoisted:
+                ins[pos] = hoisted[key, loop]
+                continue
             prior = copies.get(key)
-            if prior is not None and _unchanged(o.buffer, prior[0], k, writers, targets, jumps):
+            if loop is None and prior is not None and _unchanged(o.buffer, prior[0], k, writers, targets, jumps):
                 ins[pos] = prior[1]
                 continue
-            copy = Operand(Buffer(TEMP_BUFFER, st.op, 2 * int(np.prod(o.dims, dtype=np.int64))), BFLOAT16, o.dims)
-            made.append(Step(st.op, TO_BFLOAT16, [o], [copy], {"offset": at} if at else {}, st.reads_vars, -1))
-            copies[key] = (k, copy)
+            copy = type(o)(type(o.buffer)(TEMP_BUFFER, st.op, 2 * int(np.prod(o.dims, dtype=np.int64))), BFLOAT16,
+                           o.dims)
+            cast = type(st)(st.op, TO_BFLOAT16, [o], [copy], {"offset": at} if at else {}, st.reads_vars, -1)
+            if loop is not None:  # the operand does not change in the loop: made once, before it
+                after.setdefault(loop[0] - 1, []).append(cast)
+                hoisted[key, loop] = copy
+            else:
+                made.append(cast)
+                copies[key] = (k, copy)
             ins[pos] = copy
         attrs = {a: v for a, v in st.attrs.items() if a != "b_offset"}
         replaced[k] = made + [type(st)(st.op, st.kernel, ins, st.outs, attrs, st.reads_vars, st.init_var, st.fused)]
+    for i, casts in after.items():
+        replaced[i] = replaced.get(i, [steps[i]]) + casts
     _rewrite(program, replaced, ())
+
+
+def _hoistable_loops(program, jumps):
+    """The loops, outermost first, before whose first step a copy can be made once: a step that is
+    not a jump precedes the loop, and no jump from outside the loop lands inside it."""
+    steps = program.steps
+    loops = []
+    for first, last in sorted(set(program.loops), key=lambda lp: lp[0] - lp[1]):
+        if first == 0 or steps[first - 1].kernel is None:
+            continue
+        if any(not first <= j <= last and first <= steps[j].attrs["target"].index <= last for j in jumps):
+            continue
+        loops.append((first, last))
+    return loops
 
 
 def _takes_bfloat16(st):
@@ -147,9 +177,8 @@ def _unchanged(buffer, first, k, writers, targets, jumps):
     return not any(first <= j < k for j in jumps) and not any(first < t <= k for t in targets)
 
 
-def _constant_copy(consts, o, offset):
+def _constant_copy(consts, key, o, offset):
     """The operand of constant o's bfloat16 copy (its elements from offset on, o's dims)."""
-    key = (id(o.buffer), offset, o.dims)
     if key not in consts:
         size = int(np.prod(o.dims, dtype=np.int64))
         values = np.asarray(o.buffer.payload, np.float32).reshape(-1)[offset:offset + size]

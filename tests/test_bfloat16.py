@@ -14,7 +14,7 @@ import pytest
 
 import pygrad as tf
 import pygrad.bfloat16
-from pygrad import _C, lowering
+from pygrad import _C, lowering, passes
 from pygrad.bfloat16 import cpu_has_bfloat16, from_bfloat16, to_bfloat16
 from pygrad.platform.config import RewriterConfig
 from test_conv_onednn import EPS32, Conv
@@ -317,3 +317,41 @@ def test_a_cpu_without_bfloat16_warns_and_runs_float32():
     assert out.returncode == 0, out.stderr
     assert "this CPU has no bfloat16 instructions (AVX512-BF16 or AMX), so the session runs its convolutions " \
            "and matrix products in float32" in out.stdout
+
+
+@needs_bf16
+def test_loop_invariant_operands_are_copied_once_before_the_loop(monkeypatch):
+    """An LSTM's kernel, read by a product in the forward loop and one in the gradient loop, is
+    copied before each loop; the per-step operands (the cell's input and gate gradients, and the
+    gradient loop's narrowed product, matmul_fwd's b_offset) inside. The loss and gradients stay
+    within bfloat16's rounding of float32's."""
+    seen = []
+
+    def recorded(program, fetches):
+        pygrad.bfloat16.bfloat16_products(program, fetches)
+        inside = [sum(program.steps[i].kernel == "to_bfloat16" for i in range(first, last + 1))
+                  for first, last in program.loops]
+        seen.append((inside, [o.dims for st in program.steps if st.kernel == "to_bfloat16" for o in st.ins]))
+
+    monkeypatch.setattr(passes, "bfloat16_products", recorded)
+    rng = np.random.default_rng(6)
+    xv = rng.standard_normal((16, 7, 5)).astype(np.float32)
+    x = tf.placeholder(tf.float32, [16, 7, 5])
+    cell = tf.nn.rnn_cell.BasicLSTMCell(32)
+    outputs, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+    loss = tf.reduce_sum(outputs[:, -1, :] ** 2)
+    grads = tf.gradients(loss, [cell.trainable_variables[0], x])
+    kernel, values = rng.standard_normal((37, 128)).astype(np.float32) * 0.2, {}
+    for name, config in (("bf16", bf16_config()), ("f32", None)):
+        with tf.Session(config=config) as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(cell.trainable_variables[0].assign(kernel))
+            values[name] = sess.run([loss, *grads], {x: xv})
+    inside, copied = seen[-1]
+    assert inside == [1, 2], inside  # forward: the cell's input; gradient: its gate gradients and input
+    assert copied.count((37, 128)) == 2  # the kernel, once before each loop
+    for got, want in zip(values["bf16"], values["f32"]):
+        # bfloat16 keeps 8 significant bits (a relative rounding of 2^-9); over seven steps and
+        # the gradient's way back the largest difference here is 3.6e-3 of the largest value
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-2 * np.abs(want).max())
+        assert not np.array_equal(got, want)
