@@ -156,9 +156,8 @@ def per_step(lib, batches, steps, seed):
                     bx, by = batches[i % len(batches)]
                     return {x: bx, y_: by, keep_prob: bench_convnet.KEEP_PROB_TRAIN}
 
-                title = f"pygrad, the convnet's training step in {precision}"
-                common.per_step_report(tf, sess, [train_step, loss], feed_of, steps, title)
                 times = common.traced_op_times(tf, sess, [train_step, loss], feed_of, steps)
+        common.print_per_step(times, steps, f"pygrad, the convnet's training step in {precision}")
         products = sum(float(np.median(v)) for (types, _), v in times.items() if types.split("+")[0] in
                        ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MatMul"))
         total = sum(float(np.median(v)) for v in times.values())

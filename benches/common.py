@@ -463,8 +463,13 @@ def per_step_report(tf, sess, fetches, feed_of, steps, title, top=12):
     per-step timers, wall time on the run's thread) over `steps` steps (feed_of(i) gives step i's
     feeds) and prints the median microseconds per step of each op's step, largest first. Fused
     steps are labelled with all their ops."""
+    print_per_step(traced_op_times(tf, sess, fetches, feed_of, steps), steps, title, top)
+
+
+def print_per_step(times, steps, title, top=12):
+    """per_step_report's table of times, traced_op_times' result over `steps` runs."""
     import numpy as np
-    per_op = {f"{types}  {node}": v for (types, node), v in traced_op_times(tf, sess, fetches, feed_of, steps).items()}
+    per_op = {f"{types}  {node}": v for (types, node), v in times.items()}
     rows = sorted(((float(np.median(v)), k) for k, v in per_op.items()), reverse=True)
     print(f"\n{title}: median µs per step over {steps} traced steps (the plan's per-step timers)")
     for us, label in rows[:top]:

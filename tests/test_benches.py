@@ -262,3 +262,26 @@ def test_inference_bench_runs_in_a_tiny_mode(tmp_path):
     assert {"Conv2D+Mul+Add+Relu6", "DepthwiseConv2dNative+Mul+Add+Relu6"} <= set(types) and "Relu6" not in types, out
     total = float(lines[end].split()[0])
     assert abs(sum(types.values()) - total) < 0.1 * len(types) + 1e-3 * total, out
+
+
+def test_bfloat16_bench_runs_in_a_tiny_mode(tmp_path, mnist_dir):
+    """bench_bfloat16.py end to end on a few steps: the speed rows of both precisions with the
+    bfloat16 speed-up, and the accuracy rows with the difference in points; then --per-step, whose
+    products' total and the rest add up to the traced step."""
+    import subprocess
+    args = [sys.executable, str(BENCHES / "bench_bfloat16.py"), "--peers", "none", "--data-dir", mnist_dir]
+    out = subprocess.run(args + ["--repeats", "1", "--steps", "2", "--warmup", "1", "--accuracy-steps", "3",
+                                 "--lstm-accuracy-steps", "3"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600, check=True).stdout
+    assert re.search(r"cpu: .*; bfloat16 flags: .*; pygrad runs bfloat16 products: (yes|no)", out), out
+    speed = [line.split() for line in out.splitlines() if re.match(r"(convnet|lstm)_\w+ +pygrad +(float32|bfloat16)",
+                                                                   line)]
+    assert len(speed) == 6 and all(r[-1].endswith("x") for r in speed if r[2] == "bfloat16"), out
+    accuracy = [line.split() for line in out.splitlines() if re.match(r"(convnet|lstm) +3 +pygrad", line)]
+    assert len(accuracy) == 4 and all(0 <= float(r[4]) <= 1 for r in accuracy), out
+    out = subprocess.run(args + ["--per-step", "--steps", "2"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=600, check=True).stdout
+    totals = re.findall(r"all steps ([\d.]+)\n  products ([\d.]+) ms, the other steps ([\d.]+) ms", out)
+    assert len(totals) == 2, out
+    for total, products, rest in totals:
+        assert float(products) > 0 and abs(float(products) + float(rest) - float(total) / 1000) < 0.02
