@@ -20,7 +20,7 @@ the rounded operands, up to the order of the float32 sums.
 When the switch is on: ``Session(config=...)`` with RewriterConfig's ``auto_mixed_precision``,
 ``auto_mixed_precision_onednn_bfloat16`` or ``auto_mixed_precision_mkl`` ON, or a Session created
 after ``tf.train.experimental.enable_mixed_precision_graph_rewrite``. On a CPU without AVX512-BF16
-the session warns once and runs float32 (``cpu_has_bfloat16``).
+the session warns and runs float32 (``cpu_has_bfloat16``).
 """
 import warnings
 
@@ -34,8 +34,8 @@ from pygrad.kernels import CONST_BUFFER, CONV2D_BWD_FILTER, CONV2D_BWD_INPUT, CO
 
 BFLOAT16 = _C.dtypes["bfloat16"]
 
-# The products, and the positions of their two operands among the step's inputs.
-_PRODUCTS = {CONV2D_FWD: (0, 1), CONV2D_BWD_INPUT: (0, 1), CONV2D_BWD_FILTER: (0, 1), MATMUL_FWD: (0, 1)}
+# The products; their two operands are their first two inputs.
+_PRODUCTS = (CONV2D_FWD, CONV2D_BWD_INPUT, CONV2D_BWD_FILTER, MATMUL_FWD)
 
 
 def cpu_has_bfloat16():
@@ -58,6 +58,7 @@ def set_graph_rewrite(enabled):
 
 
 def graph_rewrite_enabled():
+    """Whether the process-wide switch is on."""
     return _state["rewrite"]
 
 
@@ -115,7 +116,7 @@ def bfloat16_products(program, fetches):
             continue
         made, ins = [], list(st.ins)
         offset = st.attrs.get("b_offset", 0)
-        for pos in _PRODUCTS[st.kernel]:
+        for pos in (0, 1):
             o = ins[pos]
             at = offset if pos == 1 else 0
             key = (id(o.buffer), at, o.dims)
@@ -166,7 +167,7 @@ def _takes_bfloat16(st):
     """Whether step st is a float32 product whose operands may be bfloat16."""
     if st.kernel not in _PRODUCTS or len(st.outs) != 1 or st.outs[0].dtype != float32.code:
         return False
-    return all(st.ins[p].dtype == float32.code for p in _PRODUCTS[st.kernel])
+    return st.ins[0].dtype == st.ins[1].dtype == float32.code
 
 
 def _unchanged(buffer, first, k, writers, targets, jumps):

@@ -78,10 +78,8 @@ inline void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const B
   const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
   float* wa = thread_scratch<float, WideA>(a_rows * a_cols);
   float* wb = thread_scratch<float, WideB>(b_rows * b_cols);
-  for (int64_t i = 0; i < a_rows; ++i)
-    for (int64_t j = 0; j < a_cols; ++j) wa[i * a_cols + j] = from_bfloat16(a[i * lda + j]);
-  for (int64_t i = 0; i < b_rows; ++i)
-    for (int64_t j = 0; j < b_cols; ++j) wb[i * b_cols + j] = from_bfloat16(b[i * ldb + j]);
+  for (int64_t i = 0; i < a_rows; ++i) from_bfloat16(a + i * lda, wa + i * a_cols, a_cols);
+  for (int64_t i = 0; i < b_rows; ++i) from_bfloat16(b + i * ldb, wb + i * b_cols, b_cols);
   blas_gemm(ta, tb, m, n, k, wa, a_cols, wb, b_cols, 0.0f, c, ldc);
 }
 
