@@ -88,6 +88,14 @@ ROWS = [
         '`Supervisor`, `MonitoredTrainingSession(master=, is_chief=)`, `WorkerSessionCreator`',
         "`SyncReplicasOptimizer`'s `variable_averages`, `QueueBase.from_list`, `shared_name` across "
         'sessions'),
+    Row(('tf.train.experimental', 'tf.mixed_precision', 'tf.mixed_precision.experimental'),
+        "TF1's mixed-precision training: `MixedPrecisionLossScaleOptimizer`, `FixedLossScale`, "
+        "`DynamicLossScale` (TF's update rule, variable names and checkpoints), "
+        '`enable_mixed_precision_graph_rewrite`/`disable_mixed_precision_graph_rewrite`, whose rewrite runs '
+        'float32 convolutions and matrix products in bfloat16 on CPUs with AVX512-BF16, as TF\'s oneDNN '
+        'rewrite does (see [Mixed precision](guide.md#mixed-precision-bfloat16))',
+        "the float16 rewrite of TF's GPU version, TF2's checkpoint-sharding names of "
+        '`tf.train.experimental`, Keras mixed-precision policies'),
     Row(('tf.layers', 'tf.contrib.layers'),
         '`dense`, `conv2d`(`_transpose`), `separable_conv2d`, pooling, `dropout`, `flatten`, '
         "`batch_normalization`, the classes; contrib's (TF-Slim's) `fully_connected`, `conv2d`, "

@@ -194,6 +194,9 @@ train.summary_iterator = summary.summary_iterator
 # tf.profiler (parameter, flop and time counts); tensorflow.python.client.timeline is pygrad.client.timeline
 from pygrad import client, profiler  # noqa: E402,F401
 
+# tf.mixed_precision (loss scaling and the bfloat16 rewrite switch; also in tf.train.experimental)
+from pygrad import mixed_precision  # noqa: E402,F401
+
 # tf.feature_column (input_layer, linear_model and the columns)
 from pygrad import feature_column  # noqa: E402,F401
 

@@ -67,6 +67,13 @@ def float32_session_created():
     return _state["float32_session_created"]
 
 
+def note_session_created(uses_mixed_precision):
+    """Records a new Session: one that does not use mixed precision makes a later
+    enable_mixed_precision_graph_rewrite warn (TF's set_non_mixed_precision_session_created)."""
+    if not uses_mixed_precision:
+        _state["float32_session_created"] = True
+
+
 def session_uses_bfloat16(config):
     """Whether a Session created now with config (a ConfigProto, pygrad's or TF's, or None) runs its
     products in bfloat16: a switch of SWITCHES ON, or the process-wide switch on and
@@ -75,8 +82,8 @@ def session_uses_bfloat16(config):
     options = getattr(getattr(config, "graph_options", None), "rewrite_options", None)
     toggles = {name: getattr(options, name, 0) for name in SWITCHES}
     uses = ON in toggles.values() or (graph_rewrite_enabled() and toggles["auto_mixed_precision"] != OFF)
+    note_session_created(uses)
     if not uses:
-        _state["float32_session_created"] = True
         return False
     if not cpu_has_bfloat16():
         warnings.warn("Mixed precision: this CPU has no bfloat16 instructions (AVX512-BF16 or AMX), so the "

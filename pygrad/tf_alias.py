@@ -127,7 +127,8 @@ PYTHON_PACKAGES = frozenset((
     "feature_column", "framework", "grappler", "keras", "keras.engine", "keras.layers", "keras.optimizer_v2",
     "keras.utils", "layers", "lib", "lib.io", "module", "ops", "ops.distributions", "ops.linalg", "ops.losses",
     "ops.parallel_for", "ops.ragged", "ops.signal", "platform", "profiler", "saved_model", "summary",
-    "summary.writer", "tools", "tpu", "training", "training.tracking", "user_ops", "util"))
+    "summary.writer", "tools", "tpu", "training", "training.experimental", "training.tracking", "user_ops",
+    "util"))
 _KNOWN_PYTHON_PATHS = frozenset(PYTHON_MODULES) | PYTHON_PACKAGES
 _MISSING = object()
 

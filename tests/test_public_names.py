@@ -16,8 +16,9 @@ TESTS = pathlib.Path(__file__).resolve().parent
 # tf.<name> modules of TF 1.15 that pygrad provides (contrib is walked below).
 NAMESPACES = ["", "app", "app.flags", "data", "data.experimental", "dtypes", "errors", "estimator", "estimator.export",
               "estimator.inputs", "feature_column", "flags", "gfile", "graph_util", "image", "initializers", "io",
-              "io.gfile", "layers", "linalg", "logging", "lookup", "losses", "math", "metrics", "nest", "nn",
-              "nn.rnn_cell", "python_io", "random", "saved_model", "sparse", "strings", "summary", "train"]
+              "io.gfile", "layers", "linalg", "logging", "lookup", "losses", "math", "metrics", "mixed_precision",
+              "mixed_precision.experimental", "nest", "nn", "nn.rnn_cell", "python_io", "random", "saved_model",
+              "sparse", "strings", "summary", "train", "train.experimental"]
 # Sub-namespaces of contrib modules that TF 1.x programs reach for (contrib's modules themselves are walked).
 CONTRIB_NAMESPACES = ["slim.learning", "slim.evaluation", "learn.datasets.mnist"]
 

@@ -85,20 +85,21 @@ template <class T> struct MinOf {
   static T finish(A acc, int64_t) { return acc; }
   static T empty() { return init(); }
 };
+// The bool reducers accumulate bytes (a bool is 0 or 1), so that their loops vectorize.
 template <class T> struct AnyOf {
-  using A = bool;
-  static A init() { return false; }
-  static A step(A acc, T x) { return acc | x; }
-  static A merge(A a, A b) { return a | b; }
-  static T finish(A acc, int64_t) { return acc; }
+  using A = uint8_t;
+  static A init() { return 0; }
+  static A step(A acc, T x) { return A(acc | A(x)); }
+  static A merge(A a, A b) { return A(a | b); }
+  static T finish(A acc, int64_t) { return acc != 0; }
   static T empty() { return false; }
 };
 template <class T> struct AllOf {
-  using A = bool;
-  static A init() { return true; }
-  static A step(A acc, T x) { return acc & x; }
-  static A merge(A a, A b) { return a & b; }
-  static T finish(A acc, int64_t) { return acc; }
+  using A = uint8_t;
+  static A init() { return 1; }
+  static A step(A acc, T x) { return A(acc & A(x)); }
+  static A merge(A a, A b) { return A(a & b); }
+  static T finish(A acc, int64_t) { return acc != 0; }
   static T empty() { return true; }
 };
 

@@ -80,3 +80,8 @@ from pygrad.train.monitored_session import WorkerSessionCreator  # noqa: E402
 
 __all__ += ["ClusterSpec", "LooperThread", "Server", "SessionManager", "Supervisor", "WorkerSessionCreator",
             "replica_device_setter"]
+
+# Mixed precision: tf.train.experimental (loss scales, MixedPrecisionLossScaleOptimizer, the rewrite switch).
+from pygrad.train import experimental  # noqa: E402
+
+__all__ += ["experimental"]

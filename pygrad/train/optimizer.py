@@ -103,8 +103,10 @@ class Optimizer:
         return sorted(self._slots)
 
     def variables(self):
-        out = [s for slots in self._slots.values() for s in slots.values()]
-        return out + list(self._non_slots.values())
+        """The slot and non-slot variables of the default graph, sorted by name (as TF's)."""
+        graph = get_default_graph()
+        out = [s for slots in self._slots.values() for s in slots.values()] + list(self._non_slots.values())
+        return sorted((v for v in out if v.graph is graph), key=lambda v: v.name)
 
     def _slot(self, var, slot_name, initial_value, op_name):
         """The slot variable `slot_name` of var, created on first use as '<var>/<op_name>' (see
