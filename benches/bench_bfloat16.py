@@ -10,6 +10,12 @@ ConfigProto's ``graph_options.rewrite_options.auto_mixed_precision_onednn_bfloat
               infers) run in bfloat16 on bfloat16 tensors, with casts where the graph meets
               float32 ops.
 
+pygrad's convnet training step runs a third way, "bf16-api": as a TF1 program asks for mixed
+precision, ``opt = tf.train.experimental.enable_mixed_precision_graph_rewrite(AdamOptimizer(...))``
+and a Session created after it; the same bfloat16 products, plus the dynamic loss scaling the
+wrapped optimizer adds (the loss scaled, the gradients unscaled and checked for Inf and NaN, the
+update in a cond). TensorFlow's v1 function rewrites to float16 on GPUs only, so it has no such row.
+
 Cases (wall-clock per step, medians of --repeats repeats interleaving libraries and precisions):
   convnet_train_step   bench_convnet.py's Deep MNIST training step (batch 50, keep_prob 0.5)
   convnet_inference    its logits for a batch of 50
@@ -41,6 +47,7 @@ import common
 
 CASES = ("convnet_train_step", "convnet_inference", "lstm_train_step")
 PRECISIONS = ("float32", "bfloat16")
+API = "bf16-api"  # pygrad's convnet step through enable_mixed_precision_graph_rewrite
 
 
 def cpu_bf16_flags():
@@ -61,8 +68,9 @@ def session_kwargs(lib, precision):
         copy = lib.module.ConfigProto()
         copy.CopyFrom(config)
         config = copy
-    on = precision == "bfloat16"
-    config.graph_options.rewrite_options.auto_mixed_precision_onednn_bfloat16 = 1 if on else 2  # ON / OFF
+    if precision != API:  # (the API's Session takes the process-wide switch)
+        on = precision == "bfloat16"
+        config.graph_options.rewrite_options.auto_mixed_precision_onednn_bfloat16 = 1 if on else 2  # ON / OFF
     kwargs["config"] = config
     return kwargs
 
@@ -77,11 +85,17 @@ def case_network(case, lib, precision, seed):
         with bench_lstm.tf1_network(lib.module, bench_lstm.initial_values(seed), kwargs) as train:
             yield lambda batch: train(*batch)
         return
-    with bench_convnet.tf1_network(lib.module, bench_convnet.initial_values(seed), kwargs) as (train, infer):
-        if case == "convnet_train_step":
-            yield lambda batch: train(*batch, bench_convnet.KEEP_PROB_TRAIN)
-        else:
-            yield lambda batch: infer(batch[0])
+    tf = lib.module
+    wrap = tf.train.experimental.enable_mixed_precision_graph_rewrite if precision == API else None
+    try:
+        with bench_convnet.tf1_network(tf, bench_convnet.initial_values(seed), kwargs, wrap) as (train, infer):
+            if case == "convnet_train_step":
+                yield lambda batch: train(*batch, bench_convnet.KEEP_PROB_TRAIN)
+            else:
+                yield lambda batch: infer(batch[0])
+    finally:
+        if wrap:
+            tf.train.experimental.disable_mixed_precision_graph_rewrite()
 
 
 def load_mnist_test(data_dir):
@@ -169,13 +183,13 @@ def print_speed(results, libs, cases):
           f"{'bf16 speed-up':>15}{'peer/pygrad':>13}")
     for case in cases:
         for lib in libs:
-            for precision in PRECISIONS:
+            for precision in (*PRECISIONS, API):
                 stats = results.median(case, f"{lib.name}/{precision}")
                 if stats is None:
                     continue
                 med, p10, p90 = (v / 1000 for v in stats)
                 f32 = results.median(case, f"{lib.name}/float32")
-                speedup = f"{f32[0] / stats[0]:.2f}x" if precision == "bfloat16" else ""
+                speedup = f"{f32[0] / stats[0]:.2f}x" if precision != "float32" else ""
                 mine = results.median(case, f"pygrad/{precision}")
                 ratio = f"{stats[0] / mine[0]:.2f}x" if lib.name != "pygrad" and mine else ""
                 print(f"{case:<20}{lib.name:<12}{precision:<10}{med:>11.2f}{p10:>9.2f}{p90:>9.2f}"
@@ -213,7 +227,8 @@ def main():
         for case in cases:
             data = batches[128 if case == "lstm_train_step" else 50]
             for lib in libs:
-                for precision in PRECISIONS:
+                api = lib.name == "pygrad" and case == "convnet_train_step"
+                for precision in (*PRECISIONS, API) if api else PRECISIONS:
                     with case_network(case, lib, precision, args.seed) as step:
                         times, _ = common.time_steps(lambda i: step(data[i % len(data)]), args.warmup, args.steps)
                     results.add(case, f"{lib.name}/{precision}", times)

@@ -127,8 +127,10 @@ def train_flops(batch):
 
 # --------------------------------------------------------------------------- TF1 (pygrad, tensorflow)
 
-def build_tf1(tf, init):
-    """The tutorial's graph, variables initialized from `init`; returns the tensors used."""
+def build_tf1(tf, init, wrap_optimizer=None):
+    """The tutorial's graph, variables initialized from `init`; returns the tensors used.
+    wrap_optimizer: applied to the Adam optimizer before minimize (e.g. TF1's
+    enable_mixed_precision_graph_rewrite)."""
     x = tf.placeholder(tf.float32, [None, 784])
     y_ = tf.placeholder(tf.float32, [None, 10])
     keep_prob = tf.placeholder(tf.float32)
@@ -150,15 +152,16 @@ def build_tf1(tf, init):
     W_fc2, b_fc2 = tf.Variable(init["W_fc2"]), tf.Variable(init["b_fc2"])
     y_conv = tf.matmul(h_fc1_drop, W_fc2) + b_fc2
     loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=y_, logits=y_conv))
-    train_step = tf.train.AdamOptimizer(LEARNING_RATE).minimize(loss)
+    optimizer = tf.train.AdamOptimizer(LEARNING_RATE)
+    train_step = (wrap_optimizer(optimizer) if wrap_optimizer else optimizer).minimize(loss)
     return x, y_, keep_prob, y_conv, loss, train_step
 
 
 @contextlib.contextmanager
-def tf1_network(tf, init, session_kwargs):
+def tf1_network(tf, init, session_kwargs, wrap_optimizer=None):
     """Yields (train(x, y, keep_prob) -> loss, infer(x) -> logits) on a fresh graph and session."""
     with common.fresh_graph(tf):
-        x, y_, keep_prob, y_conv, loss, train_step = build_tf1(tf, init)
+        x, y_, keep_prob, y_conv, loss, train_step = build_tf1(tf, init, wrap_optimizer)
         with tf.Session(**session_kwargs) as sess:
             sess.run(tf.global_variables_initializer())
 

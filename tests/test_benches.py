@@ -277,6 +277,7 @@ def test_bfloat16_bench_runs_in_a_tiny_mode(tmp_path, mnist_dir):
     speed = [line.split() for line in out.splitlines() if re.match(r"(convnet|lstm)_\w+ +pygrad +(float32|bfloat16)",
                                                                    line)]
     assert len(speed) == 6 and all(r[-1].endswith("x") for r in speed if r[2] == "bfloat16"), out
+    assert re.search(r"convnet_train_step +pygrad +bf16-api +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+x", out), out
     accuracy = [line.split() for line in out.splitlines() if re.match(r"(convnet|lstm) +3 +pygrad", line)]
     assert len(accuracy) == 4 and all(0 <= float(r[4]) <= 1 for r in accuracy), out
     out = subprocess.run(args + ["--per-step", "--steps", "2"], cwd=tmp_path, capture_output=True, text=True,

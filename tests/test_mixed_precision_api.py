@@ -57,11 +57,14 @@ def _logged(logger, fn):
     handler = logging.Handler(logging.WARNING)
     handler.emit = records.append
     log = logging.getLogger(logger)
+    level = log.level
+    log.setLevel(logging.WARNING)  # (another test may have quieted the logger)
     log.addHandler(handler)
     try:
         return fn(), [r.getMessage() for r in records]
     finally:
         log.removeHandler(handler)
+        log.setLevel(level)
 
 
 def _error(fn):
