@@ -294,7 +294,7 @@ def test_process_wide_switch_follows_tfs_rule(plans, monkeypatch):
     assert not _uses_bfloat16(plans, config)  # OFF wins over the process-wide switch, as in TF's Session
 
 
-def test_a_cpu_without_bfloat16_warns_and_runs_float32():
+def test_a_cpu_without_bfloat16_warns_and_runs_float32(tmp_path):
     """oneDNN limited to AVX-512 without its bfloat16 instructions (ONEDNN_MAX_CPU_ISA): the session
     warns and its products are float32, bit for bit a float32 session's."""
     program = (
@@ -316,7 +316,8 @@ def test_a_cpu_without_bfloat16_warns_and_runs_float32():
         "assert np.array_equal(got, want)\n"
         "print([str(w.message) for w in caught])\n")
     env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX512_CORE_VNNI"}
-    out = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", program], env=env, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 0, out.stderr
     assert "this CPU has no bfloat16 instructions (AVX512-BF16 or AMX), so the session runs its convolutions " \
            "and matrix products in float32" in out.stdout
