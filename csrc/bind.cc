@@ -309,12 +309,24 @@ PYBIND11_MODULE(_C, m) {
         std::memcpy(a.mutable_data(), s.data(id), size_t(a.nbytes()));
         return a;
       })
+      .def("read_into", [](const VarStore& s, int id, const py::handle& out) {
+        py::array a = checked_array(out, "VarStore.read_into", true);
+        if (array_dtype(a, "VarStore.read_into") != s.dtype(id) || array_shape(a) != s.shape(id))
+          throw ShapeError("VarStore.read_into: out must be " + std::string(dtype_name(s.dtype(id))) + " of shape " +
+                           s.shape(id).str());
+        if (!s.initialized(id)) throw py::value_error("VarStore.read_into: the variable is not initialized");
+        py::gil_scoped_release release;
+        std::memcpy(a.mutable_data(), s.data(id), size_t(a.nbytes()));
+      }, "Copies a variable's value into out (C-contiguous, its dtype and shape), with the GIL released.")
       .def("write", [](VarStore& s, int id, const py::handle& value) {
         py::array a = checked_array(value, "VarStore.write", false);
         if (array_dtype(a, "VarStore.write") != s.dtype(id) || array_shape(a) != s.shape(id))
           throw ShapeError("VarStore.write: value must be " + std::string(dtype_name(s.dtype(id))) + " of shape " +
                            s.shape(id).str());
-        std::memcpy(s.data(id), a.data(), size_t(a.nbytes()));
+        {
+          py::gil_scoped_release release;
+          std::memcpy(s.data(id), a.data(), size_t(a.nbytes()));
+        }
         s.set_initialized(id, true);
       });
 

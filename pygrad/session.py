@@ -395,6 +395,15 @@ class BaseSession:
             raise RuntimeError("Attempted to use a closed Session.")
         self._store.write(var, value)
 
+    def read_variable_into(self, var, out):
+        """Copies var's value in this session into out, a C-contiguous array of var's dtype and
+        shape (shared memory, say), without running a plan."""
+        if self.closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if not self._store.native.initialized(self._store.id_of(var.op)):
+            raise self._uninitialized(var.op.name)
+        self._store.read_into(var, out)
+
     def _uninitialized(self, name):
         var = self._store.entry_named(name)
         rule = f"Attempting to use uninitialized value {name}"

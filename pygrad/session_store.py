@@ -30,6 +30,10 @@ class SessionStore:
         value = np.require(np.asarray(value, dtype=var.dtype.np), requirements=("C", "A")).reshape(var.shape.as_list())
         self.native.write(self.id_of(var.op), value)
 
+    def read_into(self, var, out):
+        """Copies var's value into out (a C-contiguous array of var's dtype and shape)."""
+        self.native.read_into(self.id_of(var.op), out)
+
     def entry_named(self, name):
         """The Variable (or hidden state) whose op is named name, or None."""
         return next((v for v in self._entries if v.op.name == name), None)

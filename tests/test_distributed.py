@@ -194,10 +194,11 @@ def test_sync_with_a_backup_worker_applies_the_first_push_of_each_version(client
 
 
 def test_async_two_workers_train_softmax(client):
+    """Without overlap (Downpour as written): a push and a pull in the loop at every step."""
     x, y = blobs()
     report = distributed.train(softmax_model, (x, y), workers=2, ps_shards=1, mode="async", steps=150,
                                batch_size=20, optimizer=lambda: tf.train.GradientDescentOptimizer(0.5),
-                               client=client, progress=False, verbose=False, timeout=30)
+                               client=client, progress=False, verbose=False, timeout=30, overlap=False)
     assert report.shard_versions == [300] and report.pushes == 300
     assert sum(report.staleness.values()) == 300
     assert _accuracy(report.weights, x, y) > ASYNC_MIN_ACCURACY
@@ -214,7 +215,7 @@ def test_fetch_every_and_max_staleness(client):
     x, y = blobs(n=500)
     kw = dict(workers=1, ps_shards=1, mode="async", steps=50, batch_size=10, fetch_every=10,
               optimizer=lambda: tf.train.GradientDescentOptimizer(0.1), client=client, progress=False,
-              verbose=False, timeout=30)
+              verbose=False, timeout=30, overlap=False)
     report = distributed.train(softmax_model, (x, y), **kw)
     assert report.staleness == {s: 5 for s in range(10)} and report.shard_versions == [50]
     assert report.bytes_pulled == (5 + 1) * (20 * 4 + 4) * 4
@@ -238,7 +239,7 @@ def test_push_every_sums_the_gradients_of_its_steps(client):
     lr = float(np.float32(0.1))
     report = distributed.train(softmax_model_64, (x, y), workers=1, steps=50, batch_size=10, push_every=5,
                                fetch_every=5, shuffle=False, optimizer=lambda: tf.train.GradientDescentOptimizer(0.1),
-                               client=client, progress=False, verbose=False, timeout=30)
+                               client=client, progress=False, verbose=False, timeout=30, overlap=False)
     assert report.shard_versions == [10] and report.pushes == 10 and report.examples == 500
     W, b = np.zeros((20, 4)), np.zeros(4)
     for group in range(10):
@@ -276,7 +277,8 @@ def test_a_killed_shard_comes_back_from_its_checkpoint(client, tmp_path):
     report = distributed.train(softmax_model, (x, y), workers=2, ps_shards=2, mode="async", steps=1500,
                                batch_size=20, optimizer=lambda: tf.train.GradientDescentOptimizer(0.1),
                                checkpoint_dir=str(tmp_path), checkpoint_steps=25, client=client,
-                               progress=False, verbose=False, timeout=60, log_every=0.05, kill_ps_at=200)
+                               progress=False, verbose=False, timeout=60, log_every=0.05, kill_ps_at=200,
+                               overlap=False)
     assert len(report.shard_failures) == 1
     failure = report.shard_failures[0]
     assert failure["shard"] == 0 and failure["checkpoint"].startswith(str(tmp_path / "shard-0" / "model.ckpt-"))
@@ -316,7 +318,7 @@ def test_a_run_over_tls_through_a_scheduler_address(tmp_path):
                                    optimizer=lambda: tf.train.GradientDescentOptimizer(0.5),
                                    scheduler=cluster.scheduler_address, security=security, progress=False,
                                    verbose=False, timeout=30)
-        assert report.shard_versions == [20]
+        assert report.examples == 200 and 1 <= report.shard_versions[0] <= 20
         with pytest.raises(errors.InvalidArgumentError, match=r"the Dask scheduler at tls://[\d.:]+ speaks TLS: pass "
                                                                r"security=distributed\.security\.Security"):
             distributed.connect(cluster.scheduler_address, timeout=2)

@@ -229,14 +229,14 @@ def test_a_worker_pushing_non_finite_gradients_fails_the_run(cluster_client):
                                                       r"parameter-server shard 0 refused the push of worker 1, step 5: "
                                                       r"the gradient of 'W' has \d+ non-finite values"):
         distributed.train(softmax_model, (x, y), workers=2, steps=20, batch_size=10, shuffle=False, client=client,
-                          progress=False, verbose=False, timeout=20)
+                          progress=False, verbose=False, timeout=20, overlap=False)
 
 
 def test_a_shard_lost_without_a_checkpoint_fails_the_run_unless_allowed(cluster_client):
     _, client = cluster_client
     x, y = blobs()
     kw = dict(workers=2, ps_shards=1, mode="async", steps=400, batch_size=20, client=client, progress=False,
-              verbose=False, timeout=30, log_every=0.05, kill_ps_at=30,
+              verbose=False, timeout=30, log_every=0.05, kill_ps_at=30, overlap=False,
               optimizer=lambda: tf.train.GradientDescentOptimizer(0.1))
     with pytest.raises(errors.DataLossError, match=r"^parameter-server shard 0 died \(its worker tls://[\d.:]+ is "
                                                    r"gone\) at version \d+ or later, and there is no checkpoint to "

@@ -24,6 +24,7 @@ import numpy as np
 from pygrad import errors
 from pygrad.distributed import placement
 from pygrad.distributed.report import Report, merge_counters
+from pygrad.distributed.transport import remove_local_files
 from pygrad.distributed.spec import (
     EVENT_TOPIC,
     Job,
@@ -109,25 +110,29 @@ def connect(scheduler, security=None, timeout=10.0, insecure=False):
 
 
 def model_variables(model_fn, where="the driver"):
-    """[VarSpec] of the trainable variables model_fn builds, with their initial values."""
+    """[VarSpec] of the trainable variables model_fn builds, with their initial values; sparse:
+    the gradient of the loss is IndexedSlices (an embedding's)."""
     import pygrad as tf
 
     with tf.Graph().as_default() as graph:
-        read_model(model_fn(), where)
+        model = read_model(model_fn(), where)
         variables = tf.trainable_variables()
         if not variables:
             raise ValueError("the model function built no trainable variable")
+        sparse = [isinstance(g, tf.IndexedSlices) for g in tf.gradients(model["loss"], variables)]
         with tf.Session(graph=graph) as sess:
             sess.run(tf.global_variables_initializer())
             values = sess.run(variables)
-    return [VarSpec(v.op.name, tuple(v.shape.as_list()), v.dtype.base_dtype.name, value)
-            for v, value in zip(variables, values)]
+    return [VarSpec(v.op.name, tuple(v.shape.as_list()), v.dtype.base_dtype.name, value, sparse=s)
+            for v, value, s in zip(variables, values, sparse)]
 
 
 def _check_args(mode, workers, ps_shards, steps, batch_size, backup_workers, stale, fetch_every, push_every,
-                max_staleness):
+                max_staleness, transport):
     if mode not in ("async", "sync"):
         raise ValueError(f"mode must be 'async' or 'sync', got {mode!r}")
+    if transport not in ("auto", "messages"):
+        raise ValueError(f"transport must be 'auto' or 'messages', got {transport!r}")
     if stale not in ("drop", "scale"):
         raise ValueError(f"stale must be 'drop' or 'scale', got {stale!r}")
     for name, value in [("workers", workers), ("ps_shards", ps_shards), ("steps", steps),
@@ -144,7 +149,8 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
           fetch_every=1, push_every=1, max_staleness=None, stale="drop", backup_workers=0, shuffle=True, seed=0,
           checkpoint_dir=None, checkpoint_steps=None, checkpoint_secs=None, scheduler=None, security=None,
           client=None, threads_per_worker=1, timeout=60.0, connect_timeout=10.0, progress=True, log_every=0.5,
-          allow_lost_updates=False, insecure=False, kill_worker_at=None, kill_ps_at=None, verbose=True):
+          allow_lost_updates=False, insecure=False, kill_worker_at=None, kill_ps_at=None, verbose=True,
+          transport="auto", overlap=True):
     """Trains model_fn's model on a parameter server; returns a Report (printed when verbose).
 
     model_fn() builds the model in the default graph (plain TF1 code on `import pygrad as tf`) and
@@ -154,7 +160,13 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
     on each worker. optimizer() makes the tf.train optimizer each shard applies (default
     GradientDescentOptimizer(0.01)). steps counts steps per worker; a worker pushes the sum of its
     gradients every push_every steps and pulls every fetch_every steps (async; sync pulls after each
-    push). Where it runs: `client`, else
+    push). In async mode with overlap=True a thread of the worker's pushes and pulls while it
+    computes its next steps, and a push still under way when the next is due is not waited for: the
+    gradients wait in the sum for the one after (push_every is then the least number of steps a push
+    sums); overlap=False pushes and pulls in the worker's loop, exactly every push_every and
+    fetch_every steps. transport="auto" exchanges through shared memory with the shards on the
+    worker's host and through Dask's messages with the others; "messages" always through messages.
+    Where it runs: `client`, else
     the scheduler at `scheduler` (with `security`; without TLS only with insecure=True), else a
     local_cluster started and closed here. A shard that dies and has no checkpoint to come back
     from fails the run (DataLossError) unless allow_lost_updates=True: then it starts again from
@@ -162,7 +174,7 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
     kill_worker_at / kill_ps_at: fault drills on a cluster of this machine: SIGKILL worker 0's
     process once it reports that step (shard 0's once any worker does)."""
     _check_args(mode, workers, ps_shards, steps, batch_size, backup_workers, stale, fetch_every, push_every,
-                max_staleness)
+                max_staleness, transport)
     if optimizer is None:
         def optimizer():
             import pygrad as tf
@@ -171,17 +183,19 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
     for k, shard_specs in enumerate(placement.partition(specs, ps_shards)):
         for s in shard_specs:
             s.shard = k
-    job = Job(run_id=uuid.uuid4().hex[:12], model_fn=model_fn, specs=[VarSpec(s.name, s.shape, s.dtype, None, s.shard)
-                                                                          for s in specs],
+    job = Job(run_id=uuid.uuid4().hex[:12], model_fn=model_fn,
+              specs=[VarSpec(s.name, s.shape, s.dtype, None, s.shard, s.sparse) for s in specs],
               num_workers=workers, num_shards=ps_shards, mode=mode, steps=steps, batch_size=batch_size,
               fetch_every=fetch_every, push_every=push_every, shuffle=shuffle, seed=seed, threads=threads_per_worker,
               timeout=timeout,
-              log_every=log_every, data_fn=data if callable(data) else None)
+              log_every=log_every, data_fn=data if callable(data) else None, transport=transport,
+              overlap=bool(overlap))
     # Each worker task gets its own token; the shards refuse a push that does not carry it.
     shard_args = dict(optimizer_fn=optimizer, tokens=[secrets.token_hex(16) for _ in range(workers)], mode=mode,
                       steps=steps, backup_workers=backup_workers,
                       max_staleness=max_staleness, stale=stale, checkpoint_dir=checkpoint_dir,
-                      checkpoint_steps=checkpoint_steps, checkpoint_secs=checkpoint_secs, sync_timeout=timeout)
+                      checkpoint_steps=checkpoint_steps, checkpoint_secs=checkpoint_secs, sync_timeout=timeout,
+                      run_id=job.run_id)
     cluster = own_client = None
     if client is None:
         if scheduler is None:
@@ -458,7 +472,9 @@ class _Run:
             final_loss=float(np.mean([e["loss"] for e in last])) if last else float("nan"),
             final_accuracy=_mean_known([e["accuracy"] for e in last]),
             checkpoints=checkpoints, weights=weights,
-            worker_seconds={k: sum(r[f"{k}_seconds"] for r in results) for k in ("compute", "push", "pull")})
+            worker_seconds={k: sum(r[f"{k}_seconds"] for r in results)
+                            for k in ("compute", "push", "pull", "wait", "loop")},
+            links=merge_counters(r["links"] for r in results))
         if verbose:
             print(report)
         return report
@@ -469,7 +485,7 @@ class _Run:
         contact with a shard instead of waiting for a replacement, and which stays (a few bytes)."""
         if self.bar is not None:
             self.bar.close()
-        self.shards = []
+        shards, self.shards = self.shards, []
         if self.client.status != "running":
             return  # the scheduler is gone, and the run's state with it
         try:
@@ -489,6 +505,15 @@ class _Run:
                     handles.set({"generation": self.generation + 1, "shards": [], "stopped": True})
             except Exception:
                 pass  # the scheduler is gone already
+        for shard in shards:
+            try:
+                shard.close().result(timeout=5)
+            except Exception:
+                pass  # gone with its process
+        try:  # the shared-memory files of shards that died (a live shard's close removes its own)
+            self.client.run(remove_local_files, self.job.run_id)
+        except Exception:
+            pass
 
 
 def _mean_known(values):

@@ -29,7 +29,10 @@ class Report:
     final_loss: float = float("nan")
     final_accuracy: float = float("nan")
     checkpoints: list = dataclasses.field(default_factory=list)
-    worker_seconds: dict = dataclasses.field(default_factory=dict)  # compute, push, pull: summed over workers
+    # compute, push, pull (the pushes' and pulls' own time, in a courier thread in async mode), wait (the
+    # training loop's time waiting on the parameter server) and loop (the loop's time): summed over workers
+    worker_seconds: dict = dataclasses.field(default_factory=dict)
+    links: dict = dataclasses.field(default_factory=dict)  # "shared memory" / "messages" -> worker-shard links
     weights: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @property
@@ -54,6 +57,12 @@ class Report:
         """Updates applied by shards that died after their last checkpoint, and so undone."""
         return sum(f["updates_lost"] for f in self.shard_failures)
 
+    @property
+    def wait_share(self):
+        """The share of the workers' training loop spent waiting on the parameter server."""
+        loop = self.worker_seconds.get("loop", 0.0)
+        return self.worker_seconds.get("wait", 0.0) / loop if loop else float("nan")
+
     def apply_latency(self):
         """{"mean", "p50", "p99", "max"} of one update on a shard, in seconds."""
         a = np.asarray(self.apply_seconds, dtype=float)
@@ -77,6 +86,8 @@ class Report:
             f"{self.ps_shards} shard(s)",
             f"  wall time {self.wall_seconds:.2f} s, {self.examples_per_second:.1f} examples/s, "
             f"{self.pushes_per_second:.1f} pushes/s",
+            f"  waiting on the parameter server: {100 * self.wait_share:.1f} % of the workers' loop; links: "
+            + (", ".join(f"{n} {kind}" for kind, n in sorted(self.links.items())) or "none"),
             f"  bytes moved per step: {self.bytes_per_step / 1e3:.1f} kB (pushed {self.bytes_pushed / 1e6:.2f} MB, "
             f"pulled {self.bytes_pulled / 1e6:.2f} MB in all)",
             f"  shard update latency: mean {lat['mean'] * 1e3:.3f} ms, p50 {lat['p50'] * 1e3:.3f} ms, "

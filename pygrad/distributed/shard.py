@@ -23,25 +23,37 @@ worker's step; it is counted as refused and raised to the caller (a worker's tas
 so does the run). A shard whose weights are not finite (a finite but huge update can overflow)
 raises on every later pull and push.
 
-Every method is a coroutine, so Dask runs them on the worker's event loop one at a time (an
-update runs without yielding); only a sync push waits, for the other workers' pushes.
+Every actor method is a coroutine that hands its work to a thread of the shard's own, so the
+worker's event loop never blocks; the work itself runs under one lock, one update at a time, and
+a sync push waits on its condition for the other workers' pushes. Workers on this host reach the
+same `_push` through the shard's local endpoint (`transport.py`: shared memory and a Unix socket),
+which the shard makes when a worker first asks for it; the weights in shared memory are rewritten
+after every update.
+
+A sparse variable (its gradient is `IndexedSlices`, as an embedding's is) takes a push of the rows
+touched: (values, indices). Its update is the optimizer's sparse rule (`_apply_sparse`, TF's), fed
+through placeholders of a row count padded to the next power of two with zero rows repeating the
+first index, so that a few plans serve every push (the sparse rules sum repeated rows first).
 """
 import asyncio
 import collections
+import concurrent.futures
 import hmac
 import numbers
 import os
+import threading
 import time
 
 import numpy as np
 
 from pygrad import errors
+from pygrad.distributed.transport import LocalEndpoint
 
 
 class ParameterShard:
     def __init__(self, index, specs, optimizer_fn, tokens, mode="async", steps=None, backup_workers=0,
                  max_staleness=None, stale="drop", checkpoint_dir=None, checkpoint_steps=None,
-                 checkpoint_secs=None, restore=False, sync_timeout=60.0):
+                 checkpoint_secs=None, restore=False, sync_timeout=60.0, run_id="local"):
         """tokens: the token of each worker (so num_workers is their number); steps: the run's steps
         per worker (None: no bound)."""
         import pygrad as tf
@@ -50,6 +62,8 @@ class ParameterShard:
         self.index, self.mode, self.num_workers, self.steps = index, mode, num_workers, steps
         self._tokens = [str(t).encode() for t in tokens]
         self._shapes = {s.name: tuple(s.shape) for s in specs}
+        self._sparse = {s.name for s in specs if s.sparse}
+        self._specs = specs
         self._dtypes = {s.name: np.dtype(s.dtype) for s in specs}
         self.broken = None  # why the weights are unusable (not finite), once they are
         self.backup_workers, self.max_staleness, self.stale = backup_workers, max_staleness, stale
@@ -62,9 +76,18 @@ class ParameterShard:
                 scope, _, base = s.name.rpartition("/")
                 with tf.name_scope(scope + "/" if scope else None):
                     self._vars.append(tf.Variable(s.value, name=base, dtype=tf.as_dtype(s.dtype)))
-            self._grads = [tf.placeholder(v.dtype.base_dtype, v.shape, name="grad_" + v.op.name.replace("/", "_"))
-                           for v in self._vars]
-            self._apply = optimizer_fn().apply_gradients(list(zip(self._grads, self._vars)))
+            self._grads, grads = [], []
+            for v, s in zip(self._vars, specs):
+                name = "grad_" + v.op.name.replace("/", "_")
+                if s.sparse:
+                    values = tf.placeholder(v.dtype.base_dtype, [None] + list(s.shape[1:]), name=name + "_values")
+                    indices = tf.placeholder(tf.int64, [None], name=name + "_indices")
+                    self._grads.append((values, indices))
+                    grads.append(tf.IndexedSlices(values, indices, tf.constant(list(s.shape), tf.int64)))
+                else:
+                    self._grads.append(tf.placeholder(v.dtype.base_dtype, v.shape, name=name))
+                    grads.append(self._grads[-1])
+            self._apply = optimizer_fn().apply_gradients(list(zip(grads, self._vars)))
             self._step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
             # The last step each worker pushed, so that a worker restarted after this shard was
             # restored resumes from the checkpoint's step.
@@ -96,11 +119,19 @@ class ParameterShard:
         self._last_step = restored_steps if self.restored_from else {}  # worker -> its last step pushed here
         self._active = set(range(num_workers))
         self._pending = {}                   # sync: worker -> its gradients for the current version
-        self._changed = None                 # asyncio.Condition, made on the event loop
         self.counts = collections.Counter()  # pushes, applied, dropped_stale, scaled, late, refused
         self.staleness = collections.Counter()
         self.apply_seconds = []
         self.bytes_in = self.bytes_out = 0
+        self._lock = threading.Condition()
+        # Sync pushes wait in these threads for the others: one per worker, and some for the rest.
+        self._pool = concurrent.futures.ThreadPoolExecutor(num_workers + 4, thread_name_prefix=f"pygrad-ps{index}")
+        self._endpoint = None
+        self._store_vars = dict(zip(self.names, self._vars))
+        self._run_id = run_id
+
+    async def _threaded(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
     # ------------------------------------------------------------------ reads
     async def ping(self):
@@ -108,73 +139,111 @@ class ParameterShard:
 
     async def pull(self):
         """(version, {name: value}) of every variable this shard holds."""
-        self._check_not_broken()
-        values = self._sess.run(self._vars)
-        bad = [f"'{n}' ({np.size(v) - np.count_nonzero(np.isfinite(v))} of {np.size(v)} values)"
-               for n, v in zip(self.names, values) if not np.isfinite(v).all()]
-        if bad:
-            self.broken = (f"parameter-server shard {self.index}: the weights are not finite at version "
-                           f"{self.version}: {', '.join(bad)}")
+        return await self._threaded(self._pull)
+
+    async def local_endpoint(self):
+        """The directory of this shard's local endpoint (made at the first call), for workers on
+        its host; None where shared memory or Unix sockets are missing."""
+        return await self._threaded(self._local_endpoint)
+
+    async def close(self):
+        """Closes the local endpoint (its files go) and the shard's threads."""
+        with self._lock:
+            if self._endpoint is not None:
+                self._endpoint.close()
+                self._endpoint = None
+        self._pool.shutdown(wait=False)
+
+    def _local_endpoint(self):
+        with self._lock:
+            if self._endpoint is None and LocalEndpoint.available():
+                self._endpoint = LocalEndpoint(f"{self._run_id}-ps{self.index}", self._specs, self.num_workers,
+                                               self._known, self._push)
+                self._publish()
+            return self._endpoint.directory if self._endpoint is not None else None
+
+    def _publish(self):
+        if self._endpoint is not None:
+            self._endpoint.publish(self.version, lambda n, out: self._sess.read_variable_into(self._store_vars[n], out))
+
+    def _pull(self):
+        with self._lock:
             self._check_not_broken()
-        out = dict(zip(self.names, values))
-        self.bytes_out += sum(v.nbytes for v in values)
-        return self.version, out
+            values = self._sess.run(self._vars)
+            bad = [f"'{n}' ({np.size(v) - np.count_nonzero(np.isfinite(v))} of {np.size(v)} values)"
+                   for n, v in zip(self.names, values) if not np.isfinite(v).all()]
+            if bad:
+                self.broken = (f"parameter-server shard {self.index}: the weights are not finite at version "
+                               f"{self.version}: {', '.join(bad)}")
+                self._check_not_broken()
+            self.bytes_out += sum(v.nbytes for v in values)
+            return self.version, dict(zip(self.names, values))
 
     async def progress(self, worker):
         """The last step `worker` pushed here (-1: none)."""
         return self._last_step.get(worker, -1)
 
     async def stats(self):
-        return {"shard": self.index, "version": self.version, "counts": dict(self.counts),
-                "staleness": dict(self.staleness), "apply_seconds": list(self.apply_seconds),
-                "bytes_in": self.bytes_in, "bytes_out": self.bytes_out, "restored_from": self.restored_from,
-                "last_checkpoint": self.last_checkpoint}
+        with self._lock:
+            return {"shard": self.index, "version": self.version, "counts": dict(self.counts),
+                    "staleness": dict(self.staleness), "apply_seconds": list(self.apply_seconds),
+                    "bytes_in": self.bytes_in, "bytes_out": self.bytes_out, "restored_from": self.restored_from,
+                    "last_checkpoint": self.last_checkpoint}
 
     # ----------------------------------------------------------------- writes
     async def push(self, worker, token, step, base_version, grads):
-        """Hands over worker's gradients ({name: array}) of its step, computed on weights of
-        base_version. Returns {"status": applied | scaled | stale | late, "version",
-        "staleness"}; raises InvalidArgumentError for a push it refuses."""
-        self.counts["pushes"] += 1
-        try:
-            self._check_push(worker, token, step, base_version, grads)
-        except errors.InvalidArgumentError:
-            self.counts["refused"] += 1
-            raise
-        grads = {n: np.require(g, requirements="CA") for n, g in grads.items()}  # off the wire: maybe unaligned
-        self.bytes_in += sum(g.nbytes for g in grads.values())
-        self._last_step[worker] = step
-        staleness = self.version - base_version
-        if self.mode == "sync":
-            return await self._push_sync(worker, base_version, grads, staleness)
-        self.staleness[staleness] += 1
-        status = "applied"
-        if self.max_staleness is not None and staleness > self.max_staleness:
-            if self.stale == "drop":
-                self.counts["dropped_stale"] += 1
-                return {"status": "stale", "version": self.version, "staleness": staleness}
-            scale = (self.max_staleness + 1.0) / (staleness + 1.0)
-            grads = {n: g * np.asarray(scale, g.dtype) for n, g in grads.items()}
-            self.counts["scaled"] += 1
-            status = "scaled"
-        self._apply_update([grads[n] for n in self.names])
-        return {"status": status, "version": self.version, "staleness": staleness}
+        """Hands over worker's gradients ({name: array, or (values, indices) of the rows touched
+        for a sparse variable}) of its step, computed on weights of base_version. Returns
+        {"status": applied | scaled | stale | late, "version", "staleness"}; raises
+        InvalidArgumentError for a push it refuses."""
+        return await self._threaded(self._push, worker, token, step, base_version, grads)
 
     async def worker_done(self, worker, token):
         """worker has finished: sync steps stop waiting for it."""
-        if not self._known(worker, token):
-            self.counts["refused"] += 1
-            raise errors.InvalidArgumentError(None, None, f"parameter-server shard {self.index} refused the end of "
-                                                          f"worker {worker!r}: unknown worker or wrong token")
-        self._active.discard(worker)
-        if self.mode == "sync" and self._pending and len(self._pending) >= self._required():
-            await self._apply_pending()
+        return await self._threaded(self._worker_done, worker, token)
 
     async def checkpoint(self):
         """Saves a checkpoint now; returns its prefix (None without a checkpoint directory)."""
-        return self._save()
+        return await self._threaded(self._save)
 
     # -------------------------------------------------------------- internals
+    def _push(self, worker, token, step, base_version, grads):
+        with self._lock:
+            self.counts["pushes"] += 1
+            try:
+                self._check_push(worker, token, step, base_version, grads)
+            except errors.InvalidArgumentError:
+                self.counts["refused"] += 1
+                raise
+            grads = {n: _aligned(g) for n, g in grads.items()}
+            self.bytes_in += sum(_nbytes(g) for g in grads.values())
+            self._last_step[worker] = step
+            staleness = self.version - base_version
+            if self.mode == "sync":
+                return self._push_sync(worker, base_version, grads, staleness)
+            self.staleness[staleness] += 1
+            status = "applied"
+            if self.max_staleness is not None and staleness > self.max_staleness:
+                if self.stale == "drop":
+                    self.counts["dropped_stale"] += 1
+                    return {"status": "stale", "version": self.version, "staleness": staleness}
+                scale = (self.max_staleness + 1.0) / (staleness + 1.0)
+                grads = {n: _scaled(g, scale) for n, g in grads.items()}
+                self.counts["scaled"] += 1
+                status = "scaled"
+            self._apply_update([grads[n] for n in self.names])
+            return {"status": status, "version": self.version, "staleness": staleness}
+
+    def _worker_done(self, worker, token):
+        with self._lock:
+            if not self._known(worker, token):
+                self.counts["refused"] += 1
+                raise errors.InvalidArgumentError(None, None, f"parameter-server shard {self.index} refused the end "
+                                                              f"of worker {worker!r}: unknown worker or wrong token")
+            self._active.discard(worker)
+            if self.mode == "sync" and self._pending and len(self._pending) >= self._required():
+                self._apply_pending()
+
     def _known(self, worker, token):
         return (isinstance(worker, numbers.Integral) and not isinstance(worker, bool)
                 and 0 <= worker < self.num_workers and isinstance(token, str)
@@ -202,10 +271,21 @@ class ParameterShard:
         if missing or unknown:
             refuse(f"no gradient for {missing}" if missing else f"gradients for variables it does not hold: {unknown}")
         for n in self.names:
-            g = grads[n]
-            if not isinstance(g, np.ndarray) or g.dtype != self._dtypes[n] or g.shape != self._shapes[n]:
+            g, shape, dtype = grads[n], self._shapes[n], self._dtypes[n]
+            if n in self._sparse:
+                if not (isinstance(g, tuple) and len(g) == 2 and all(isinstance(a, np.ndarray) for a in g)):
+                    refuse(f"the gradient of '{n}' must be (values, indices) of the rows touched, got "
+                           f"{type(g).__name__}")
+                g, indices = g
+                if (indices.dtype.kind not in "iu" or indices.ndim != 1 or g.dtype != dtype
+                        or g.shape != (len(indices),) + shape[1:]):
+                    refuse(f"the gradient of '{n}' must be {dtype} values of shape [rows] + {list(shape[1:])} and "
+                           f"rows integer indices, got {g.dtype} {g.shape} and {indices.dtype} {indices.shape}")
+                if len(indices) and (indices.min() < 0 or indices.max() >= shape[0]):
+                    refuse(f"the gradient of '{n}' has row indices outside [0, {shape[0]})")
+            elif not isinstance(g, np.ndarray) or g.dtype != dtype or g.shape != shape:
                 got = f"{g.dtype} {g.shape}" if isinstance(g, np.ndarray) else type(g).__name__
-                refuse(f"the gradient of '{n}' must be a {self._dtypes[n]} array of shape {self._shapes[n]}, got {got}")
+                refuse(f"the gradient of '{n}' must be a {dtype} array of shape {shape}, got {got}")
             if g.dtype.kind in "fc" and not np.isfinite(g).all():
                 refuse(f"the gradient of '{n}' has {g.size - np.count_nonzero(np.isfinite(g))} non-finite values "
                        f"(NaN or infinity) of {g.size}")
@@ -217,45 +297,50 @@ class ParameterShard:
     def _required(self):
         return max(1, min(self.num_workers - self.backup_workers, len(self._active)))
 
-    async def _push_sync(self, worker, base_version, grads, staleness):
-        if self._changed is None:
-            self._changed = asyncio.Condition()
+    def _push_sync(self, worker, base_version, grads, staleness):
+        """(Holding the lock.)"""
         if base_version != self.version:
             self.counts["late"] += 1
             return {"status": "late", "version": self.version, "staleness": staleness}
         self.staleness[0] += 1
         self._pending[worker] = grads
         if len(self._pending) >= self._required():
-            await self._apply_pending()
-        else:
-            async with self._changed:
-                try:
-                    await asyncio.wait_for(self._changed.wait_for(lambda: self.version > base_version),
-                                           self.sync_timeout)
-                except asyncio.TimeoutError:
-                    self._pending.pop(worker, None)
-                    raise TimeoutError(
-                        f"parameter-server shard {self.index}: worker {worker} waited {self.sync_timeout:g} s "
-                        f"for the other workers' gradients of version {base_version} "
-                        f"({len(self._pending) + 1} of {self._required()} arrived)") from None
+            self._apply_pending()
+        elif not self._lock.wait_for(lambda: self.version > base_version, self.sync_timeout):
+            self._pending.pop(worker, None)
+            raise TimeoutError(f"parameter-server shard {self.index}: worker {worker} waited {self.sync_timeout:g} s "
+                               f"for the other workers' gradients of version {base_version} "
+                               f"({len(self._pending) + 1} of {self._required()} arrived)")
         return {"status": "applied", "version": self.version, "staleness": 0}
 
-    async def _apply_pending(self):
+    def _apply_pending(self):
         workers = sorted(self._pending)
-        mean = [sum(self._pending[w][n] for w in workers) / np.asarray(len(workers), self._pending[workers[0]][n].dtype)
-                for n in self.names]
+        count = len(workers)
+        mean = []
+        for n in self.names:
+            parts = [self._pending[w][n] for w in workers]
+            if n in self._sparse:
+                values = np.concatenate([v for v, _ in parts])
+                mean.append((values / np.asarray(count, values.dtype), np.concatenate([i for _, i in parts])))
+            else:
+                mean.append(sum(parts) / np.asarray(count, parts[0].dtype))
         self._pending = {}
         self._apply_update(mean)
-        if self._changed is None:
-            self._changed = asyncio.Condition()
-        async with self._changed:
-            self._changed.notify_all()
+        self._lock.notify_all()
 
     def _apply_update(self, grads):
         start = time.perf_counter()
-        self._sess.run(self._apply, feed_dict=dict(zip(self._grads, grads)))
-        self.apply_seconds.append(time.perf_counter() - start)
+        feed = {}
+        for ph, g, n in zip(self._grads, grads, self.names):
+            if n in self._sparse:
+                (values_ph, indices_ph), (values, indices) = ph, _padded(*g, self._shapes[n][0])
+                feed[values_ph], feed[indices_ph] = values, indices
+            else:
+                feed[ph] = g
+        self._sess.run(self._apply, feed_dict=feed)
         self.version += 1
+        self._publish()
+        self.apply_seconds.append(time.perf_counter() - start)
         for n in self.names:
             self.versions[n] += 1
         self.counts["applied"] += 1
@@ -265,11 +350,42 @@ class ParameterShard:
             self._save()
 
     def _save(self):
-        if not self._ckpt_prefix:
-            return None
-        self._step.load(self.version, self._sess)
-        self._worker_steps.load(np.array([self._last_step.get(w, -1) for w in range(self.num_workers)], np.int64),
-                                self._sess)
-        self.last_checkpoint = self._saver.save(self._sess, self._ckpt_prefix, global_step=self.version)
-        self._ckpt_version, self._ckpt_time = self.version, time.monotonic()
-        return self.last_checkpoint
+        with self._lock:
+            if not self._ckpt_prefix:
+                return None
+            self._step.load(self.version, self._sess)
+            self._worker_steps.load(np.array([self._last_step.get(w, -1) for w in range(self.num_workers)],
+                                             np.int64), self._sess)
+            self.last_checkpoint = self._saver.save(self._sess, self._ckpt_prefix, global_step=self.version)
+            self._ckpt_version, self._ckpt_time = self.version, time.monotonic()
+            return self.last_checkpoint
+
+
+def _aligned(g):
+    """A pushed array as a feed takes it: arrays off the wire may be unaligned."""
+    if isinstance(g, tuple):
+        return tuple(np.require(a, requirements="CA") for a in g)
+    return np.require(g, requirements="CA")
+
+
+def _nbytes(g):
+    return sum(a.nbytes for a in g) if isinstance(g, tuple) else g.nbytes
+
+
+def _scaled(g, scale):
+    if isinstance(g, tuple):
+        return g[0] * np.asarray(scale, g[0].dtype), g[1]
+    return g * np.asarray(scale, g.dtype)
+
+
+def _padded(values, indices, rows):
+    """values and indices with rows of zeros added up to a power of two (at most `rows`), each
+    repeating the first index, so that a few feed shapes (and so plans) serve every push."""
+    n = len(indices)
+    want = n if n >= rows else min(1 << max(0, n - 1).bit_length(), rows) if n else 1
+    if want == n:
+        return values, indices.astype(np.int64, copy=False)
+    pad = want - n
+    first = indices[0] if n else 0
+    return (np.concatenate([values, np.zeros((pad,) + values.shape[1:], values.dtype)]),
+            np.concatenate([indices.astype(np.int64, copy=False), np.full(pad, first, np.int64)]))

@@ -19,6 +19,7 @@ class VarSpec:
     dtype: str
     value: Any = None
     shard: int = 0
+    sparse: bool = False  # its gradient is IndexedSlices (an embedding's): pushed as the rows touched
 
 
 @dataclasses.dataclass
@@ -40,6 +41,8 @@ class Job:
     timeout: float
     log_every: float
     data_fn: Callable | None = None
+    overlap: bool = True     # async: push and pull in a thread while computing (else in the loop)
+    transport: str = "auto"  # "auto": shared memory with a shard on this host, else messages; "messages"
 
     @property
     def handles_name(self):

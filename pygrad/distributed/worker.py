@@ -9,12 +9,14 @@ shard stops answering, the worker waits for the driver to publish the replacemen
 from it and goes on; the push in flight is lost.
 """
 import os
+import threading
 import time
 
 import numpy as np
 
 from pygrad import errors
 from pygrad.distributed.spec import EVENT_TOPIC, quiet_dead_actor_calls, read_model
+from pygrad.distributed.transport import LocalLink, MessageLink
 
 
 def _handles(job, generation=-1, timeout=60.0):
@@ -110,75 +112,110 @@ def run_worker(job, index, token, data):
         if len(model["inputs"]) != len(data):
             raise errors.InvalidArgumentError(None, None, f"{where}: the model has {len(model['inputs'])} inputs but "
                                                           f"the data has {len(data)} arrays")
-        grads = tf.gradients(model["loss"], variables)
-        grads = [g if g is not None else tf.zeros_like(v) for g, v in zip(grads, variables)]
+        grads = gradient_tensors(model["loss"], variables, job.specs)
         fetches = {"loss": model["loss"], "grads": grads}
         if model["accuracy"] is not None:
             fetches["accuracy"] = model["accuracy"]
-    by_shard = [[i for i, s in enumerate(job.specs) if s.shard == k] for k in range(job.num_shards)]
     batches = _Batches(data, job.batch_size, job.shuffle, [job.seed, index])
     counters = {"worker": index, "steps": 0, "examples": 0, "pushes": 0, "pulls": 0, "bytes_pushed": 0,
                 "bytes_pulled": 0, "statuses": {}, "staleness": {}, "shard_failures": 0, "compute_seconds": 0.0,
-                "push_seconds": 0.0, "pull_seconds": 0.0, "losses": [], "seen": {}}
+                "push_seconds": 0.0, "pull_seconds": 0.0, "wait_seconds": 0.0, "loop_seconds": 0.0, "losses": [],
+                "seen": {}, "links": {}}
     with tf.Session(graph=graph) as sess:
-        def pull(shards, generation):
-            return _pull(sess, shards, variables, job, counters, generation)
-
         generation, shards = _handles(job, timeout=job.timeout)
         generation, shards, resume = _retrying(
             job, generation, shards, counters, lambda sh, g: 1 + max(_wait([s.progress(index) for s in sh], job, g)))
         counters["resumed_at"] = resume
         worker.log_event(EVENT_TOPIC, {"event": "start", "run": job.run_id, "index": index,
                                        "address": worker.address, "pid": os.getpid(), "step": resume})
-        generation, shards, base = _retrying(job, generation, shards, counters, pull)
-        last_log, loss_sum, acc_sum, logged = time.monotonic(), 0.0, 0.0, 0
-        unpushed = None  # the gradients summed since the last push (push_every > 1)
-        for step in range(resume, job.steps):
-            feed = dict(zip(model["inputs"], batches(step)))
-            feed.update(model["train_feed"])
-            start = time.perf_counter()
-            out = sess.run(fetches, feed_dict=feed)
-            counters["compute_seconds"] += time.perf_counter() - start
-            counters["steps"] += 1
-            counters["examples"] += job.batch_size
-            loss_sum += float(out["loss"])
-            acc_sum += float(out.get("accuracy", np.nan))
-            logged += 1
-            unpushed = out["grads"] if unpushed is None else [u + g for u, g in zip(unpushed, out["grads"])]
-            pushed = (step + 1) % job.push_every == 0 or step == job.steps - 1
-            if pushed:
-                start = time.perf_counter()
-                grads, unpushed = unpushed, None
+
+        def connect(generation, shards):
+            """An exchange with these shards, the replica loaded with their weights."""
+            while True:
                 try:
-                    replies = [shards[k].push(index, token, step, base[k], {job.specs[i].name: grads[i] for i in ids})
-                               for k, ids in enumerate(by_shard)]
-                    replies = _wait(replies, job, generation)
+                    exchange = _Exchange(job, index, token, generation, shards, sess, variables, counters)
+                    exchange.install(exchange.pull())
+                    return generation, exchange
                 except Exception as e:
                     if not _recoverable(e):
                         raise
-                    # The push is lost; go on from the replacement's weights.
                     generation, shards = _reconnect(job, generation, counters)
-                    generation, shards, base = _retrying(job, generation, shards, counters, pull)
-                    continue
-                counters["push_seconds"] += time.perf_counter() - start
-                counters["pushes"] += len(replies)
-                counters["bytes_pushed"] += sum(g.nbytes for g in grads)
-                for k, r in enumerate(replies):
-                    seen = counters["seen"]
-                    seen[generation, k] = max(seen.get((generation, k), 0), r["version"])
-                    counters["statuses"][r["status"]] = counters["statuses"].get(r["status"], 0) + 1
-                    counters["staleness"][r["staleness"]] = counters["staleness"].get(r["staleness"], 0) + 1
-            if job.mode == "sync" and pushed or job.mode == "async" and (step + 1) % job.fetch_every == 0:
-                generation, shards, base = _retrying(job, generation, shards, counters, pull)
-            now = time.monotonic()
-            if now - last_log >= job.log_every or step == job.steps - 1:
-                counters["losses"].append((step, loss_sum / logged))
-                worker.log_event(EVENT_TOPIC, {"event": "progress", "run": job.run_id, "index": index, "step": step,
-                                               "loss": loss_sum / logged, "accuracy": acc_sum / logged,
-                                               "examples": logged * job.batch_size,
-                                               "seen": [[list(gk), v] for gk, v in counters["seen"].items()]})
-                last_log, loss_sum, acc_sum, logged = now, 0.0, 0.0, 0
-    for s in shards:
+
+        generation, exchange = connect(generation, shards)
+        courier = _Courier() if job.mode == "async" and job.overlap else None
+        last_log, loss_sum, acc_sum, logged = time.monotonic(), 0.0, 0.0, 0
+        summed, summed_steps, summed_base, last_pull = None, 0, None, resume - 1
+        loop_start = time.perf_counter()
+        try:
+            for step in range(resume, job.steps):
+                if courier is not None:
+                    start = time.perf_counter()
+                    try:
+                        pulled = courier.take(exchange)  # raises what the courier's last exchange raised
+                        if pulled is not None:
+                            exchange.install(pulled)
+                    except Exception as e:
+                        if not _recoverable(e):
+                            raise
+                        summed, summed_steps = None, 0  # the push in flight is lost
+                        generation, exchange = connect(*_reconnect(job, generation, counters))
+                    counters["wait_seconds"] += time.perf_counter() - start
+                feed = dict(zip(model["inputs"], batches(step)))
+                feed.update(model["train_feed"])
+                start = time.perf_counter()
+                out = sess.run(fetches, feed_dict=feed)
+                counters["compute_seconds"] += time.perf_counter() - start
+                counters["steps"] += 1
+                counters["examples"] += job.batch_size
+                loss_sum += float(out["loss"])
+                acc_sum += float(out.get("accuracy", np.nan))
+                logged += 1
+                if summed is None:
+                    summed, summed_base = out["grads"], list(exchange.base)
+                else:
+                    summed = [_sum(u, g) for u, g in zip(summed, out["grads"])]
+                summed_steps += 1
+                last = step == job.steps - 1
+                due = summed_steps >= job.push_every or last
+                start = time.perf_counter()
+                try:
+                    if courier is None:  # sync, or async without overlap: push and pull in the loop
+                        if due:
+                            exchange.push(step, summed, summed_base)
+                            summed, summed_steps = None, 0
+                        if job.mode == "sync" and due or job.mode == "async" and (step + 1) % job.fetch_every == 0:
+                            exchange.install(exchange.pull())
+                    elif due and (not courier.busy or last):
+                        pull = step - last_pull >= job.fetch_every
+                        courier.wait()  # (only at the last step: it was idle otherwise)
+                        courier.raise_error()  # (what its last exchange raised, before handing it more)
+                        courier.hand(exchange, step, summed, summed_base, pull)
+                        summed, summed_steps, last_pull = None, 0, step if pull else last_pull
+                        if last:
+                            courier.wait()
+                            courier.take(exchange)
+                    # else: the courier is still busy with the last push; this step's gradients wait
+                    # in the sum for the next one, and the worker goes on.
+                except Exception as e:
+                    if not _recoverable(e):
+                        raise
+                    summed, summed_steps = None, 0  # the push in flight is lost
+                    generation, exchange = connect(*_reconnect(job, generation, counters))
+                counters["wait_seconds"] += time.perf_counter() - start
+                now = time.monotonic()
+                if now - last_log >= job.log_every or last:
+                    counters["losses"].append((step, loss_sum / logged))
+                    worker.log_event(EVENT_TOPIC, {"event": "progress", "run": job.run_id, "index": index,
+                                                   "step": step, "loss": loss_sum / logged,
+                                                   "accuracy": acc_sum / logged, "examples": logged * job.batch_size,
+                                                   "seen": [[list(gk), v] for gk, v in counters["seen"].items()]})
+                    last_log, loss_sum, acc_sum, logged = now, 0.0, 0.0, 0
+        finally:
+            if courier is not None:
+                courier.stop()
+            exchange.close()
+        counters["loop_seconds"] = time.perf_counter() - loop_start
+    for s in exchange.shards:
         try:
             s.worker_done(index, token).result(timeout=job.timeout)
         except Exception:
@@ -186,6 +223,177 @@ def run_worker(job, index, token, data):
     counters["seen"] = [[list(gk), v] for gk, v in counters["seen"].items()]
     _digest(counters)
     return counters
+
+
+def gradient_tensors(loss, variables, specs):
+    """The gradient of loss for each variable: IndexedSlices for a sparse spec, dense otherwise (a
+    zero tensor for a variable loss does not reach)."""
+    import pygrad as tf
+
+    out = []
+    for g, v, s in zip(tf.gradients(loss, variables), variables, specs):
+        if g is None:
+            g = tf.zeros_like(v)
+        if s.sparse and not isinstance(g, tf.IndexedSlices):
+            raise errors.InvalidArgumentError(None, None, f"the gradient of '{s.name}' was expected as IndexedSlices")
+        out.append(g if s.sparse else tf.convert_to_tensor(g))
+    return out
+
+
+def _sum(a, b):
+    """The sum of two steps' gradients of one variable: arrays, or (IndexedSlicesValue) rows joined."""
+    if hasattr(a, "indices"):
+        return _Rows(np.concatenate([a.values, b.values]), np.concatenate([a.indices, b.indices]))
+    return a + b
+
+
+class _Rows:
+    def __init__(self, values, indices):
+        self.values, self.indices = values, indices
+
+
+def _rows_touched(g):
+    """(values, indices) of an IndexedSlices value with each row once, repeated rows summed."""
+    indices, inverse = np.unique(np.asarray(g.indices, np.int64), return_inverse=True)
+    if len(indices) == len(g.indices):
+        order = np.argsort(g.indices, kind="stable")
+        return np.ascontiguousarray(g.values[order]), indices
+    values = np.zeros((len(indices),) + g.values.shape[1:], g.values.dtype)
+    np.add.at(values, inverse, g.values)
+    return values, indices
+
+
+class _Exchange:
+    """This worker's links to the shards of one generation (`transport.py`), and the version of
+    each shard's weights the replica holds (`base`)."""
+
+    def __init__(self, job, index, token, generation, shards, sess, variables, counters):
+        self.job, self.index, self.token, self.generation, self.shards = job, index, token, generation, shards
+        self.counters = counters
+        self._write = {v.op.name: (lambda value, v=v: sess.write_variable(v, value)) for v in variables}
+        self.by_shard = [[i for i, s in enumerate(job.specs) if s.shard == k] for k in range(job.num_shards)]
+        self.base = [0] * job.num_shards
+        self._bytes = sum(int(np.prod(s.shape, dtype=np.int64)) * np.dtype(s.dtype).itemsize for s in job.specs)
+        self.links = []
+        try:
+            for k, actor in enumerate(shards):
+                self.links.append(self._link(actor, [job.specs[i] for i in self.by_shard[k]]))
+        except BaseException:
+            self.close()
+            raise
+        for link in self.links:
+            kind = "shared memory" if link.local else "messages"
+            counters["links"][kind] = counters["links"].get(kind, 0) + 1
+
+    def _link(self, actor, specs):
+        wait = lambda future: _wait([future], self.job, self.generation)[0]  # noqa: E731
+        if self.job.transport == "auto":
+            directory = wait(actor.local_endpoint())
+            if directory is not None and os.path.isdir(directory):
+                return LocalLink(directory, specs, self.index, self.token, self.job.timeout)
+        return MessageLink(actor, wait)
+
+    def push(self, step, grads, base):
+        """Pushes each shard its part of grads (one per variable, summed over the steps since the
+        last push), computed on weights of versions base."""
+        start = time.perf_counter()
+        pushed = 0
+        for k, link in enumerate(self.links):
+            part = {}
+            for i in self.by_shard[k]:
+                g = grads[i]
+                part[self.job.specs[i].name] = _rows_touched(g) if self.job.specs[i].sparse else g
+                pushed += sum(a.nbytes for a in part[self.job.specs[i].name]) if self.job.specs[i].sparse \
+                    else g.nbytes
+            link.start_push(self.index, self.token, step, base[k], part)
+        replies = [link.finish_push() for link in self.links]
+        c = self.counters
+        c["push_seconds"] += time.perf_counter() - start
+        c["pushes"] += len(replies)
+        c["bytes_pushed"] += pushed
+        for k, r in enumerate(replies):
+            c["seen"][self.generation, k] = max(c["seen"].get((self.generation, k), 0), r["version"])
+            c["statuses"][r["status"]] = c["statuses"].get(r["status"], 0) + 1
+            c["staleness"][r["staleness"]] = c["staleness"].get(r["staleness"], 0) + 1
+        return replies
+
+    def pull(self):
+        start = time.perf_counter()
+        pulled = [link.pull() for link in self.links]
+        self.counters["pull_seconds"] += time.perf_counter() - start
+        return pulled
+
+    def install(self, pulled):
+        """Loads the pulled weights into the replica (from shared memory, for a local link)."""
+        start = time.perf_counter()
+        for k, link in enumerate(self.links):
+            self.base[k] = link.install(pulled[k], lambda name, value: self._write[name](value))
+        self.counters["bytes_pulled"] += self._bytes
+        self.counters["pulls"] += 1
+        self.counters["pull_seconds"] += time.perf_counter() - start
+
+    def close(self):
+        for link in self.links:
+            link.close()
+
+
+class _Courier(threading.Thread):
+    """Async mode: pushes the gradients handed to it, then pulls, while the worker computes its
+    next steps; the worker loads what it pulled before its next step (`take`)."""
+
+    def __init__(self):
+        super().__init__(daemon=True, name="pygrad-courier")
+        self._cond = threading.Condition()
+        self._work, self._pulled, self._error, self._stopped, self.busy = None, None, None, False, False
+        self.start()
+
+    def hand(self, exchange, step, grads, base, pull):
+        with self._cond:
+            self._work, self.busy = (exchange, step, grads, base, pull), True
+            self._cond.notify_all()
+
+    def wait(self):
+        with self._cond:
+            self._cond.wait_for(lambda: not self.busy)
+
+    def raise_error(self):
+        with self._cond:
+            error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+    def take(self, exchange):
+        """What the courier last pulled through this exchange (None: nothing new, or it came
+        through another); raises what its last exchange raised."""
+        self.raise_error()
+        with self._cond:
+            pulled, self._pulled = self._pulled, None
+        return pulled[1] if pulled is not None and pulled[0] is exchange else None
+
+    def stop(self):
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+
+    def run(self):
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._work is not None or self._stopped)
+                if self._work is None:
+                    return
+                exchange, step, grads, base, pull = self._work
+            pulled = error = None
+            try:
+                exchange.push(step, grads, base)
+                if pull:
+                    pulled = exchange.pull()
+            except BaseException as e:  # handed to the worker's loop, which decides
+                error = e
+            with self._cond:
+                self._work, self.busy = None, False
+                self._pulled = (exchange, pulled) if pulled is not None else self._pulled
+                self._error = error
+                self._cond.notify_all()
 
 
 def _digest(counters):
@@ -219,22 +427,6 @@ def _retrying(job, generation, shards, counters, call):
             if not _recoverable(e):
                 raise
             generation, shards = _reconnect(job, generation, counters)
-
-
-def _pull(sess, shards, variables, job, counters, generation):
-    """Loads every shard's values into the replica; returns each shard's version."""
-    start = time.perf_counter()
-    replies = _wait([s.pull() for s in shards], job, generation)
-    by_name = {}
-    for _, values in replies:
-        by_name.update(values)
-    for v in variables:
-        value = np.require(by_name[v.op.name], requirements="CA")  # arrays off the wire may be unaligned
-        sess.write_variable(v, value)
-        counters["bytes_pulled"] += value.nbytes
-    counters["pulls"] += 1
-    counters["pull_seconds"] += time.perf_counter() - start
-    return [version for version, _ in replies]
 
 
 def _check_variables(variables, specs, where):

@@ -1,0 +1,293 @@
+"""How a worker and a parameter-server shard exchange gradients and weights: two links with one
+interface (`start_push` then `finish_push`, `pull`, then `install`).
+
+- `MessageLink`: Dask actor calls; the arrays travel inside the messages (TLS on the local
+  cluster). It works between any two hosts.
+- `LocalLink`: worker and shard on one host. The shard keeps a copy of its weights in shared
+  memory, rewritten after every update under a sequence lock, and one gradient slot per worker;
+  a worker writes its gradients into its slot and sends a few bytes over a Unix socket, the shard
+  feeds them to its update straight from the slot and answers with its new version, and a pull is
+  a copy from shared memory into the worker's session, with no message. The files live in a
+  directory of the shard's under /dev/shm, readable by its user only (mode 0700); a worker
+  authenticates with its token when it connects. A worker tries this link first: the directory
+  exists only on the shard's host, and elsewhere it falls back to messages.
+
+A shard's sparse variables (whose gradients are `IndexedSlices`) get a slot of their rows' values
+and indices; a push sends the rows it touched, deduplicated and summed, with their count.
+"""
+import glob
+import mmap
+import os
+import shutil
+import socket
+import struct
+import tempfile
+import threading
+
+import numpy as np
+
+from pygrad import errors
+
+SHM_ROOT = "/dev/shm"
+_ALIGN = 64
+_HELLO = struct.Struct("<qq")     # worker index, token length (then the token)
+_REQUEST = struct.Struct("<qq")   # step, base version
+_REPLY = struct.Struct("<qqqq")   # code, version, staleness, message length (then the message)
+STATUSES = ("applied", "scaled", "stale", "late")
+_REFUSED, _TIMEOUT, _FAILED = -1, -2, -3
+
+
+def layout(specs):
+    """({name: (offset, shape, dtype)}, bytes) of specs' arrays in one segment, after a header of
+    int64 words: the sequence number, the version, and the rows pushed of each sparse spec
+    (`.sparse`). A sparse spec also gets "name:indices", int64 rows; its values' first dimension
+    is the variable's rows: at most that many distinct rows are pushed at once."""
+    header = 8 * (2 + len(_sparse_names(specs)))
+    places, offset = {}, -(-header // _ALIGN) * _ALIGN
+    for s in specs:
+        entries = [(s.name, tuple(s.shape), np.dtype(s.dtype))]
+        if getattr(s, "sparse", False):
+            entries.append((s.name + ":indices", (s.shape[0],), np.dtype(np.int64)))
+        for name, shape, dtype in entries:
+            places[name] = (offset, shape, dtype)
+            offset += -(-int(np.prod(shape, dtype=np.int64)) * dtype.itemsize // _ALIGN) * _ALIGN
+    return places, offset
+
+
+class Shared:
+    """A file in shared memory mapped into this process: a header of int64 words and named arrays."""
+
+    def __init__(self, path, sparse, size=None):
+        """sparse: the names of the sparse variables (a word each in the header); size: create the
+        file (it must not exist) with that many bytes, None: open it."""
+        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if size else 0)
+        fd = os.open(path, flags, 0o600)
+        try:
+            if size:
+                os.ftruncate(fd, size)
+            self._map = mmap.mmap(fd, size or 0)
+        finally:
+            os.close(fd)
+        self.header = np.ndarray((2,), np.int64, self._map, 0)
+        self.rows = np.ndarray((len(sparse),), np.int64, self._map, 16)  # (the map's size fits them: layout)
+
+
+    def arrays(self, places):
+        return {n: np.ndarray(shape, dtype, self._map, offset) for n, (offset, shape, dtype) in places.items()}
+
+
+def remove_local_files(run_id):
+    """Removes the local endpoints' directories of run_id's shards on this host (a shard that died
+    could not)."""
+    for directory in glob.glob(os.path.join(SHM_ROOT, f"pygrad-{run_id}-*")):
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _recv(conn, n):
+    data = bytearray()
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("the other end of a local parameter-server link closed it")
+        data += chunk
+    return bytes(data)
+
+
+def _sparse_names(specs):
+    return [s.name for s in specs if getattr(s, "sparse", False)]
+
+
+class LocalEndpoint:
+    """A shard's side of the local links: its weights and the workers' slots in shared memory, and
+    a Unix socket served by one thread per connected worker, which calls push(worker, token, step,
+    base, grads) -> reply dict (raising InvalidArgumentError for a refused push)."""
+
+    def __init__(self, tag, specs, num_workers, known, push):
+        self.directory = tempfile.mkdtemp(prefix=f"pygrad-{tag}-", dir=SHM_ROOT)  # mode 0700
+        self.places, size = layout(specs)
+        self._sparse = _sparse_names(specs)
+        self.weights = Shared(os.path.join(self.directory, "weights"), self._sparse, size)
+        self._weight_views = self.weights.arrays({n: p for n, p in self.places.items() if ":" not in n})
+        self._slots = [Shared(os.path.join(self.directory, f"grads-{w}"), self._sparse, size)
+                       for w in range(num_workers)]
+        self._known, self._push = known, push
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(os.path.join(self.directory, "socket"))
+        self._listener.listen(max(8, num_workers))
+        self._connections = []
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True, name=f"pygrad-{tag}-accept").start()
+
+    @staticmethod
+    def available():
+        return os.path.isdir(SHM_ROOT) and hasattr(socket, "AF_UNIX")
+
+    def publish(self, version, read_into):
+        """Rewrites the weights (read_into(name, out) copies one) under the sequence lock."""
+        header = self.weights.header
+        header[0] += 1  # odd: being written
+        for name, view in self._weight_views.items():
+            read_into(name, view)
+        header[1] = version
+        header[0] += 1
+
+    def close(self):
+        self._closed = True
+        for c in [self._listener] + self._connections:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            c.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _accept(self):
+        while not self._closed:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            self._connections.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        try:
+            worker, length = _HELLO.unpack(_recv(conn, _HELLO.size))
+            token = _recv(conn, min(length, 1024)).decode(errors="replace")
+            if not self._known(worker, token):
+                conn.sendall(_REPLY.pack(_REFUSED, 0, 0, 0))
+                return
+            conn.sendall(_REPLY.pack(0, 0, 0, 0))
+            slot = self._slots[worker]
+            views = slot.arrays(self.places)
+            while True:
+                step, base = _REQUEST.unpack(_recv(conn, _REQUEST.size))
+                grads = {}
+                for n, (_, shape, _) in self.places.items():
+                    if n.endswith(":indices"):
+                        continue
+                    if n in self._sparse:
+                        rows = int(slot.rows[self._sparse.index(n)])
+                        rows = min(max(rows, 0), shape[0])
+                        grads[n] = (views[n][:rows], views[n + ":indices"][:rows])
+                    else:
+                        grads[n] = views[n]
+                try:
+                    reply = self._push(worker, token, step, base, grads)
+                    out = _REPLY.pack(STATUSES.index(reply["status"]), reply["version"], reply["staleness"], 0)
+                except Exception as e:
+                    code = (_REFUSED if isinstance(e, errors.InvalidArgumentError)
+                            else _TIMEOUT if isinstance(e, TimeoutError) else _FAILED)
+                    text = str(e).encode()
+                    out = _REPLY.pack(code, 0, 0, len(text)) + text
+                conn.sendall(out)
+        except (OSError, ConnectionError):
+            pass  # the worker went away, or the endpoint is closing
+        finally:
+            conn.close()
+
+
+class LocalLink:
+    """A worker's side of a local link to one shard (see the module's docstring)."""
+
+    local = True
+
+    def __init__(self, directory, specs, worker, token, timeout):
+        self.places, _ = layout(specs)
+        self._sparse = _sparse_names(specs)
+        self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._conn.settimeout(timeout)
+        try:
+            self._conn.connect(os.path.join(directory, "socket"))
+            self.weights = Shared(os.path.join(directory, "weights"), self._sparse)
+            self._slot = Shared(os.path.join(directory, f"grads-{worker}"), self._sparse)
+            secret = token.encode()
+            self._conn.sendall(_HELLO.pack(worker, len(secret)) + secret)
+            if _REPLY.unpack(_recv(self._conn, _REPLY.size))[0] != 0:
+                raise errors.InvalidArgumentError(None, None, f"the parameter-server shard at {directory} refused "
+                                                              f"worker {worker}: unknown worker or wrong token")
+        except BaseException:
+            self._conn.close()
+            raise
+        self._views = self._slot.arrays(self.places)
+        self._weight_views = self.weights.arrays({n: p for n, p in self.places.items() if ":" not in n})
+
+    def start_push(self, worker, token, step, base, grads):
+        """Writes grads ({name: array, or (values, indices) for a sparse variable}) into the slot and
+        sends the request."""
+        for n, g in grads.items():
+            if n in self._sparse:
+                values, indices = g
+                rows = len(indices)
+                self._views[n][:rows] = values
+                self._views[n + ":indices"][:rows] = indices
+                self._slot.rows[self._sparse.index(n)] = rows
+            else:
+                np.copyto(self._views[n], g)
+        try:
+            self._conn.sendall(_REQUEST.pack(step, base))
+        except socket.timeout:
+            raise errors.DeadlineExceededError(None, None, "no parameter-server shard took a push in time") from None
+
+    def finish_push(self):
+        try:
+            code, version, staleness, length = _REPLY.unpack(_recv(self._conn, _REPLY.size))
+            text = _recv(self._conn, length).decode(errors="replace") if length else ""
+        except socket.timeout:
+            raise errors.DeadlineExceededError(None, None, "no reply from a parameter-server shard in time") from None
+        if code == _REFUSED:
+            raise errors.InvalidArgumentError(None, None, text)
+        if code == _TIMEOUT:
+            raise TimeoutError(text)
+        if code < 0:
+            raise errors.InternalError(None, None, text)
+        return {"status": STATUSES[code], "version": version, "staleness": staleness}
+
+    def pull(self):
+        return None  # the weights are always in shared memory: `install` reads them
+
+    def install(self, pulled, write):
+        """Copies the shard's weights into the worker's session (write(name, array)); returns their
+        version. Retries while the shard rewrites them under the copy."""
+        header = self.weights.header
+        while True:
+            before = int(header[0])
+            if before % 2:
+                continue
+            for n, view in self._weight_views.items():
+                write(n, view)
+            version = int(header[1])
+            if int(header[0]) == before:
+                return version
+
+    def close(self):
+        self._conn.close()
+
+
+class MessageLink:
+    """A worker's side of a link to one shard through Dask actor calls (`wait` waits for a call's
+    reply, watching for the shard's replacement)."""
+
+    local = False
+
+    def __init__(self, actor, wait):
+        self._actor, self._wait, self._call = actor, wait, None
+
+    def start_push(self, worker, token, step, base, grads):
+        self._call = self._actor.push(worker, token, step, base, grads)
+
+    def finish_push(self):
+        call, self._call = self._call, None
+        return self._wait(call)
+
+    def pull(self):
+        return self._wait(self._actor.pull())
+
+    def install(self, pulled, write):
+        version, values = pulled
+        for n, value in values.items():
+            write(n, np.require(value, requirements="CA"))  # off the wire: maybe unaligned
+        return version
+
+    def close(self):
+        pass
