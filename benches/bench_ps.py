@@ -162,15 +162,16 @@ def main():
         with client.as_current():
             o = message_round_trip(client)
         print(f"{args.model}, batch {args.batch}, {args.steps} steps per worker, {args.threads} thread(s) each")
-        print(f"{'run':>22} {'examples/s':>11} {'pushes/s':>9} {'kB/step':>8} {'update ms':>10} {'vs single':>10}"
-              f" {'test acc':>9}")
-        calibration, measured = None, {}
+        print(f"{'run':>22} {'examples/s':>11} {'pushes/s':>9} {'kB/step':>8} {'update ms':>10} {'wait %':>7} "
+              f"{'vs single':>10} {'vs 1 worker':>11} {'test acc':>9}")
+        calibration, measured, one_worker = None, {}, {}
         for W in worker_counts:
             tf.set_num_threads(args.threads)
             start = time.monotonic()
             weights = single_process(model, optimizer, *data, args.steps * W, args.batch, 0)
             single = args.steps * W * args.batch / (time.monotonic() - start)
-            print(f"{f'single process ({W}x)':>22} {single:>11.0f} {'':>9} {'':>8} {'':>10} {1.0:>10.2f} "
+            print(f"{f'single process ({W}x)':>22} {single:>11.0f} {'':>9} {'':>8} {'':>10} {'':>7} {1.0:>10.2f} "
+                  f"{'':>11} "
                   f"{accuracy_on(model, weights, mnist.test.images, mnist.test.labels):>9.4f}")
             for mode in args.modes.split(","):
                 report = distributed.train(model, data, workers=W, ps_shards=1, mode=mode, steps=args.steps,
@@ -179,8 +180,12 @@ def main():
                 acc = accuracy_on(model, report.weights, mnist.test.images, mnist.test.labels)
                 print(f"{f'{mode}, {W} worker(s)':>22} {report.examples_per_second:>11.0f} "
                       f"{report.pushes_per_second:>9.1f} {report.bytes_per_step / 1e3:>8.1f} "
-                      f"{report.apply_latency()['p50'] * 1e3:>10.3f} {report.examples_per_second / single:>10.2f} "
+                      f"{report.apply_latency()['p50'] * 1e3:>10.3f} {100 * report.wait_share:>7.1f} "
+                      f"{report.examples_per_second / single:>10.2f} "
+                      f"{report.examples_per_second / one_worker.get(mode, report.examples_per_second):>11.2f} "
                       f"{acc:>9.4f}")
+                if W == 1:
+                    one_worker[mode] = report.examples_per_second
                 measured.setdefault(mode, []).append((W, report.examples_per_second))
                 if W == 1 and mode == "async":
                     steps = max(1, report.steps_done)

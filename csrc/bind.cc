@@ -122,6 +122,39 @@ std::vector<Operand> to_operands(const py::list& l) {
   return ops;
 }
 
+// Copies rows between a variable and an array (VarStore.copy_rows): an embedding's touched rows.
+void copy_rows(VarStore& s, int id, const py::handle& indices, const py::handle& rows, bool into_variable) {
+  py::array idx = checked_array(indices, "VarStore.copy_rows", false);
+  py::array r = checked_array(rows, "VarStore.copy_rows", !into_variable);
+  const Shape& shape = s.shape(id);
+  if (array_dtype(idx, "VarStore.copy_rows") != DType::i64 || idx.ndim() != 1)
+    throw DTypeError("VarStore.copy_rows: indices must be a vector of int64");
+  const int64_t n = idx.shape(0);
+  if (shape.ndim < 1 || array_dtype(r, "VarStore.copy_rows") != s.dtype(id) || r.ndim() != shape.ndim ||
+      r.shape(0) != n)
+    throw ShapeError("VarStore.copy_rows: rows must be " + std::string(dtype_name(s.dtype(id))) + " of shape [" +
+                     std::to_string(n) + "] + the rows of " + shape.str());
+  for (int d = 1; d < shape.ndim; ++d)
+    if (r.shape(d) != shape[d]) throw ShapeError("VarStore.copy_rows: rows do not match the variable " + shape.str());
+  const int64_t* ix = static_cast<const int64_t*>(idx.data());
+  for (int64_t j = 0; j < n; ++j)
+    if (ix[j] < 0 || ix[j] >= shape[0])
+      throw py::index_error("VarStore.copy_rows: row " + std::to_string(ix[j]) + " is outside [0, " +
+                            std::to_string(shape[0]) + ")");
+  if (!s.initialized(id)) throw py::value_error("VarStore.copy_rows: the variable is not initialized");
+  if (n == 0) return;
+  const size_t row = size_t(shape.numel() / shape[0] * dtype_size(s.dtype(id)));
+  char* var = static_cast<char*>(s.data(id));
+  char* arr = static_cast<char*>(const_cast<void*>(r.data()));
+  py::gil_scoped_release release;
+  for (int64_t j = 0; j < n; ++j) {
+    if (into_variable)
+      std::memcpy(var + size_t(ix[j]) * row, arr + size_t(j) * row, row);
+    else
+      std::memcpy(arr + size_t(j) * row, var + size_t(ix[j]) * row, row);
+  }
+}
+
 // Runs one kernel on NumPy arrays: inputs and outputs are buffers 0..n-1 of a throwaway frame.
 void call_kernel(const std::string& kernel, const py::list& inputs, const py::list& outputs, const py::dict& attrs) {
   KernelCall call{kernel, {}, {}, to_attrs(attrs)};
@@ -318,6 +351,9 @@ PYBIND11_MODULE(_C, m) {
         py::gil_scoped_release release;
         std::memcpy(a.mutable_data(), s.data(id), size_t(a.nbytes()));
       }, "Copies a variable's value into out (C-contiguous, its dtype and shape), with the GIL released.")
+      .def("copy_rows", &copy_rows, py::arg("id"), py::arg("indices"), py::arg("rows"), py::arg("into_variable"),
+           "Row j of rows (C-contiguous, [n] + the variable's row shape) from or into row indices[j] of the "
+           "variable (int64 indices, each checked), with the GIL released.")
       .def("write", [](VarStore& s, int id, const py::handle& value) {
         py::array a = checked_array(value, "VarStore.write", false);
         if (array_dtype(a, "VarStore.write") != s.dtype(id) || array_shape(a) != s.shape(id))

@@ -404,6 +404,15 @@ class BaseSession:
             raise self._uninitialized(var.op.name)
         self._store.read_into(var, out)
 
+    def copy_variable_rows(self, var, indices, rows, into_variable):
+        """Copies rows `indices` (int64) of var in this session into `rows` (C-contiguous, [n] + var's
+        row shape), or, into_variable=True, `rows` into them: an embedding's touched rows."""
+        if self.closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if not self._store.native.initialized(self._store.id_of(var.op)):
+            raise self._uninitialized(var.op.name)
+        self._store.copy_rows(var, indices, rows, into_variable)
+
     def _uninitialized(self, name):
         var = self._store.entry_named(name)
         rule = f"Attempting to use uninitialized value {name}"

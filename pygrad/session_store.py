@@ -34,6 +34,10 @@ class SessionStore:
         """Copies var's value into out (a C-contiguous array of var's dtype and shape)."""
         self.native.read_into(self.id_of(var.op), out)
 
+    def copy_rows(self, var, indices, rows, into_variable):
+        """Rows indices (int64) of var into rows ([n] + its row shape), or rows into them."""
+        self.native.copy_rows(self.id_of(var.op), indices, rows, into_variable)
+
     def entry_named(self, name):
         """The Variable (or hidden state) whose op is named name, or None."""
         return next((v for v in self._entries if v.op.name == name), None)

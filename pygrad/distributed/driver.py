@@ -38,6 +38,7 @@ _log = logging.getLogger("pygrad")
 
 
 LOOPBACK = "127.0.0.1"
+SHARD_CHECK_SECONDS = 0.5  # how often the driver checks that each shard's worker is alive
 
 
 def local_cluster(workers=2, ps_shards=1, threads_per_worker=1, dashboard_address=None, silence_logs=logging.WARNING,
@@ -63,7 +64,11 @@ def local_cluster(workers=2, ps_shards=1, threads_per_worker=1, dashboard_addres
             raise ValueError(f"local_cluster binds every listener to {LOOPBACK}: dashboard_address must be ':PORT' or "
                              f"'{LOOPBACK}:PORT', got {dashboard_address!r}")
         dashboard_address = f"{LOOPBACK}:{port}"
-    env = {"PYGRAD_NUM_THREADS": str(threads_per_worker), "OMP_NUM_THREADS": str(threads_per_worker)}
+    env = {"PYGRAD_NUM_THREADS": str(threads_per_worker), "OMP_NUM_THREADS": str(threads_per_worker),
+           # Dask's nannies set MALLOC_TRIM_THRESHOLD_, which turns off glibc's sliding mmap threshold: every
+           # array above 128 kB (a batch, a gradient) would be a fresh mapping, page-faulted in on each step.
+           # These are the values that threshold slides to in a process of its own.
+           "MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(64 << 20)}
     tls = {"security": security, "protocol": "tls://", "host": LOOPBACK}
 
     def spec(resource):
@@ -150,7 +155,7 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
           checkpoint_dir=None, checkpoint_steps=None, checkpoint_secs=None, scheduler=None, security=None,
           client=None, threads_per_worker=1, timeout=60.0, connect_timeout=10.0, progress=True, log_every=0.5,
           allow_lost_updates=False, insecure=False, kill_worker_at=None, kill_ps_at=None, verbose=True,
-          transport="auto", overlap=True):
+          transport="auto", overlap=True, sparse=True):
     """Trains model_fn's model on a parameter server; returns a Report (printed when verbose).
 
     model_fn() builds the model in the default graph (plain TF1 code on `import pygrad as tf`) and
@@ -166,6 +171,9 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
     sums); overlap=False pushes and pulls in the worker's loop, exactly every push_every and
     fetch_every steps. transport="auto" exchanges through shared memory with the shards on the
     worker's host and through Dask's messages with the others; "messages" always through messages.
+    sparse=True pushes an IndexedSlices gradient (an embedding's) as the rows it touches, and pulls
+    only the rows changed since the worker's last pull where the optimizer's sparse update changes
+    only the rows it is given (SGD, momentum, Adagrad, RMSProp); False: dense, as other gradients.
     Where it runs: `client`, else
     the scheduler at `scheduler` (with `security`; without TLS only with insecure=True), else a
     local_cluster started and closed here. A shard that dies and has no checkpoint to come back
@@ -180,6 +188,9 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
             import pygrad as tf
             return tf.train.GradientDescentOptimizer(0.01)
     specs = model_variables(model_fn)
+    if not sparse:
+        for s in specs:
+            s.sparse = False
     for k, shard_specs in enumerate(placement.partition(specs, ps_shards)):
         for s in shard_specs:
             s.shard = k
@@ -409,6 +420,7 @@ class _Run:
                         for i in range(job.num_workers)]
         drills = {"worker": kill_worker_at, "ps": kill_ps_at}
         pending = list(enumerate(self.futures))
+        next_check = 0.0
         while pending:
             time.sleep(0.1)
             try:
@@ -424,7 +436,9 @@ class _Run:
                         self.done.add(i)
                 if pending:
                     self._drills(drills)
-                    self._check_shards()
+                    if time.monotonic() >= next_check:  # (asking the scheduler costs it CPU the run shares)
+                        self._check_shards()
+                        next_check = time.monotonic() + SHARD_CHECK_SECONDS
             except (OSError, TimeoutError, errors.OpError):
                 self._check_scheduler()  # blame the scheduler when it is the one gone
                 raise

@@ -49,6 +49,11 @@ import numpy as np
 from pygrad import errors
 from pygrad.distributed.transport import LocalEndpoint
 
+# The sparse updates that change only the rows they are given (TF's Sparse* kernels; SparseApplyAdam,
+# TF1's, decays m and v and moves every row).
+ROW_LOCAL_UPDATES = {"SparseApplyGradientDescent", "SparseApplyMomentum", "SparseApplyAdagrad", "SparseApplyRMSProp",
+                     "SparseApplyCenteredRMSProp"}
+
 
 class ParameterShard:
     def __init__(self, index, specs, optimizer_fn, tokens, mode="async", steps=None, backup_workers=0,
@@ -88,6 +93,10 @@ class ParameterShard:
                     self._grads.append(tf.placeholder(v.dtype.base_dtype, v.shape, name=name))
                     grads.append(self._grads[-1])
             self._apply = optimizer_fn().apply_gradients(list(zip(grads, self._vars)))
+            # Sparse variables whose update changes only the rows pushed (not Adam's, say, which moves
+            # every row): their pulls can be partial.
+            self.row_local = {s.name for s, g in zip(specs, self._grads)
+                              if s.sparse and all(c.type in ROW_LOCAL_UPDATES for c in g[0].consumers())}
             self._step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
             # The last step each worker pushed, so that a worker restarted after this shard was
             # restored resumes from the checkpoint's step.
@@ -128,6 +137,7 @@ class ParameterShard:
         self._pool = concurrent.futures.ThreadPoolExecutor(num_workers + 4, thread_name_prefix=f"pygrad-ps{index}")
         self._endpoint = None
         self._store_vars = dict(zip(self.names, self._vars))
+        self.row_versions = {n: np.zeros(self._shapes[n][0], np.int64) for n in self.row_local}  # last change
         self._run_id = run_id
 
     async def _threaded(self, fn, *args):
@@ -137,13 +147,14 @@ class ParameterShard:
     async def ping(self):
         return self.version
 
-    async def pull(self):
-        """(version, {name: value}) of every variable this shard holds."""
-        return await self._threaded(self._pull)
+    async def pull(self, since=None):
+        """(version, {name: value}) of every variable this shard holds. With since (a version), the
+        variables in row_local are (rows, indices) of the rows changed after it."""
+        return await self._threaded(self._pull, since)
 
     async def local_endpoint(self):
-        """The directory of this shard's local endpoint (made at the first call), for workers on
-        its host; None where shared memory or Unix sockets are missing."""
+        """{"directory" of this shard's local endpoint (made at the first call), for workers on its
+        host, "row_local"}; None where shared memory or Unix sockets are missing."""
         return await self._threaded(self._local_endpoint)
 
     async def close(self):
@@ -160,13 +171,24 @@ class ParameterShard:
                 self._endpoint = LocalEndpoint(f"{self._run_id}-ps{self.index}", self._specs, self.num_workers,
                                                self._known, self._push)
                 self._publish()
-            return self._endpoint.directory if self._endpoint is not None else None
+            if self._endpoint is None:
+                return None
+            return {"directory": self._endpoint.directory, "row_local": sorted(self.row_local)}
 
-    def _publish(self):
-        if self._endpoint is not None:
-            self._endpoint.publish(self.version, lambda n, out: self._sess.read_variable_into(self._store_vars[n], out))
+    def _publish(self, touched=None):
+        """Rewrites the weights in shared memory: only the rows touched ({name: indices}) of the
+        variables in row_local (all of them when touched is None)."""
+        if self._endpoint is None:
+            return
+        sess, store = self._sess, self._store_vars
 
-    def _pull(self):
+        def rows(name, indices, out):
+            sess.copy_variable_rows(store[name], indices, out, False)
+
+        self._endpoint.publish(self.version, lambda n, out: sess.read_variable_into(store[n], out), rows,
+                               self.row_versions, touched)
+
+    def _pull(self, since=None):
         with self._lock:
             self._check_not_broken()
             values = self._sess.run(self._vars)
@@ -176,7 +198,12 @@ class ParameterShard:
                 self.broken = (f"parameter-server shard {self.index}: the weights are not finite at version "
                                f"{self.version}: {', '.join(bad)}")
                 self._check_not_broken()
-            self.bytes_out += sum(v.nbytes for v in values)
+            if since is not None:
+                for i, n in enumerate(self.names):
+                    if n in self.row_local:
+                        changed = np.flatnonzero(self.row_versions[n] > since)
+                        values[i] = (np.ascontiguousarray(values[i][changed]), changed)
+            self.bytes_out += sum(_nbytes(v) for v in values)
             return self.version, dict(zip(self.names, values))
 
     async def progress(self, worker):
@@ -330,16 +357,20 @@ class ParameterShard:
 
     def _apply_update(self, grads):
         start = time.perf_counter()
-        feed = {}
+        feed, touched = {}, {}
         for ph, g, n in zip(self._grads, grads, self.names):
             if n in self._sparse:
                 (values_ph, indices_ph), (values, indices) = ph, _padded(*g, self._shapes[n][0])
                 feed[values_ph], feed[indices_ph] = values, indices
+                if n in self.row_local:
+                    touched[n] = np.unique(indices)
             else:
                 feed[ph] = g
         self._sess.run(self._apply, feed_dict=feed)
         self.version += 1
-        self._publish()
+        for n, indices in touched.items():
+            self.row_versions[n][indices] = self.version
+        self._publish(touched)
         self.apply_seconds.append(time.perf_counter() - start)
         for n in self.names:
             self.versions[n] += 1

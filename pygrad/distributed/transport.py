@@ -40,14 +40,16 @@ _REFUSED, _TIMEOUT, _FAILED = -1, -2, -3
 def layout(specs):
     """({name: (offset, shape, dtype)}, bytes) of specs' arrays in one segment, after a header of
     int64 words: the sequence number, the version, and the rows pushed of each sparse spec
-    (`.sparse`). A sparse spec also gets "name:indices", int64 rows; its values' first dimension
-    is the variable's rows: at most that many distinct rows are pushed at once."""
+    (`.sparse`). A sparse spec also gets "name:indices", int64 rows (in a gradient slot: the rows
+    pushed; its values' first dimension is the variable's rows, at most that many distinct rows
+    are pushed at once) and "name:versions", the version that last changed each row (in the
+    weights)."""
     header = 8 * (2 + len(_sparse_names(specs)))
     places, offset = {}, -(-header // _ALIGN) * _ALIGN
     for s in specs:
         entries = [(s.name, tuple(s.shape), np.dtype(s.dtype))]
         if getattr(s, "sparse", False):
-            entries.append((s.name + ":indices", (s.shape[0],), np.dtype(np.int64)))
+            entries += [(s.name + suffix, (s.shape[0],), np.dtype(np.int64)) for suffix in (":indices", ":versions")]
         for name, shape, dtype in entries:
             places[name] = (offset, shape, dtype)
             offset += -(-int(np.prod(shape, dtype=np.int64)) * dtype.itemsize // _ALIGN) * _ALIGN
@@ -108,6 +110,7 @@ class LocalEndpoint:
         self._sparse = _sparse_names(specs)
         self.weights = Shared(os.path.join(self.directory, "weights"), self._sparse, size)
         self._weight_views = self.weights.arrays({n: p for n, p in self.places.items() if ":" not in n})
+        self._versions = self.weights.arrays({n[:-9]: p for n, p in self.places.items() if n.endswith(":versions")})
         self._slots = [Shared(os.path.join(self.directory, f"grads-{w}"), self._sparse, size)
                        for w in range(num_workers)]
         self._known, self._push = known, push
@@ -122,12 +125,26 @@ class LocalEndpoint:
     def available():
         return os.path.isdir(SHM_ROOT) and hasattr(socket, "AF_UNIX")
 
-    def publish(self, version, read_into):
-        """Rewrites the weights (read_into(name, out) copies one) under the sequence lock."""
+    def publish(self, version, read_into, read_rows, row_versions, touched=None):
+        """Rewrites the weights under the sequence lock: read_into(name, out) copies a variable,
+        read_rows(name, indices, out) some of its rows. The variables of row_versions ({name: the
+        version that last changed each row}) are copied whole when touched is None, else only
+        their rows in touched ({name: indices})."""
         header = self.weights.header
         header[0] += 1  # odd: being written
         for name, view in self._weight_views.items():
-            read_into(name, view)
+            if name not in row_versions or touched is None:
+                read_into(name, view)
+            elif name in touched:
+                indices = touched[name]
+                rows = np.empty((len(indices),) + view.shape[1:], view.dtype)
+                read_rows(name, indices, rows)
+                view[indices] = rows
+        for name, versions in row_versions.items():
+            if touched is None:
+                self._versions[name][...] = versions
+            elif name in touched:
+                self._versions[name][touched[name]] = version
         header[1] = version
         header[0] += 1
 
@@ -164,7 +181,7 @@ class LocalEndpoint:
                 step, base = _REQUEST.unpack(_recv(conn, _REQUEST.size))
                 grads = {}
                 for n, (_, shape, _) in self.places.items():
-                    if n.endswith(":indices"):
+                    if ":" in n:
                         continue
                     if n in self._sparse:
                         rows = int(slot.rows[self._sparse.index(n)])
@@ -192,8 +209,11 @@ class LocalLink:
 
     local = True
 
-    def __init__(self, directory, specs, worker, token, timeout):
+    def __init__(self, directory, specs, worker, token, timeout, row_local=()):
+        """row_local: the sparse variables the shard changes only in the rows pushed, which an
+        install copies only where they changed."""
         self.places, _ = layout(specs)
+        self._row_local = set(row_local)
         self._sparse = _sparse_names(specs)
         self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._conn.settimeout(timeout)
@@ -211,6 +231,7 @@ class LocalLink:
             raise
         self._views = self._slot.arrays(self.places)
         self._weight_views = self.weights.arrays({n: p for n, p in self.places.items() if ":" not in n})
+        self._versions = self.weights.arrays({n[:-9]: p for n, p in self.places.items() if n.endswith(":versions")})
 
     def start_push(self, worker, token, step, base, grads):
         """Writes grads ({name: array, or (values, indices) for a sparse variable}) into the slot and
@@ -243,22 +264,32 @@ class LocalLink:
             raise errors.InternalError(None, None, text)
         return {"status": STATUSES[code], "version": version, "staleness": staleness}
 
-    def pull(self):
+    def pull(self, since):
         return None  # the weights are always in shared memory: `install` reads them
 
-    def install(self, pulled, write):
-        """Copies the shard's weights into the worker's session (write(name, array)); returns their
-        version. Retries while the shard rewrites them under the copy."""
+    def install(self, pulled, write, write_rows, base):
+        """Copies the shard's weights into the worker's session (write(name, array), write_rows(name,
+        indices, rows)): every variable, but of those in row_local only the rows changed after
+        version base (all, when base is None). Returns (their version, bytes copied). Retries while
+        the shard rewrites them under the copy."""
         header = self.weights.header
         while True:
             before = int(header[0])
             if before % 2:
                 continue
+            moved = 0
             for n, view in self._weight_views.items():
-                write(n, view)
+                if n in self._row_local and base is not None:
+                    changed = np.flatnonzero(self._versions[n] > base)
+                    rows = view[changed]
+                    write_rows(n, changed, rows)
+                    moved += rows.nbytes
+                else:
+                    write(n, view)
+                    moved += view.nbytes
             version = int(header[1])
             if int(header[0]) == before:
-                return version
+                return version, moved
 
     def close(self):
         self._conn.close()
@@ -280,14 +311,22 @@ class MessageLink:
         call, self._call = self._call, None
         return self._wait(call)
 
-    def pull(self):
-        return self._wait(self._actor.pull())
+    def pull(self, since):
+        return self._wait(self._actor.pull(since))
 
-    def install(self, pulled, write):
+    def install(self, pulled, write, write_rows, base):
+        """Loads a pull's values: arrays, and (rows, indices) of a variable's changed rows."""
         version, values = pulled
+        moved = 0
         for n, value in values.items():
-            write(n, np.require(value, requirements="CA"))  # off the wire: maybe unaligned
-        return version
+            if isinstance(value, tuple):
+                rows, indices = (np.require(a, requirements="CA") for a in value)  # off the wire: maybe unaligned
+                write_rows(n, indices.astype(np.int64, copy=False), rows)
+                moved += rows.nbytes + indices.nbytes
+            else:
+                write(n, np.require(value, requirements="CA"))
+                moved += value.nbytes
+        return version, moved
 
     def close(self):
         pass

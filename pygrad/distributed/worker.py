@@ -270,10 +270,10 @@ class _Exchange:
     def __init__(self, job, index, token, generation, shards, sess, variables, counters):
         self.job, self.index, self.token, self.generation, self.shards = job, index, token, generation, shards
         self.counters = counters
-        self._write = {v.op.name: (lambda value, v=v: sess.write_variable(v, value)) for v in variables}
+        self._vars = {v.op.name: v for v in variables}
+        self._sess = sess
         self.by_shard = [[i for i, s in enumerate(job.specs) if s.shard == k] for k in range(job.num_shards)]
-        self.base = [0] * job.num_shards
-        self._bytes = sum(int(np.prod(s.shape, dtype=np.int64)) * np.dtype(s.dtype).itemsize for s in job.specs)
+        self.base = [None] * job.num_shards  # None: nothing installed yet
         self.links = []
         try:
             for k, actor in enumerate(shards):
@@ -288,9 +288,10 @@ class _Exchange:
     def _link(self, actor, specs):
         wait = lambda future: _wait([future], self.job, self.generation)[0]  # noqa: E731
         if self.job.transport == "auto":
-            directory = wait(actor.local_endpoint())
-            if directory is not None and os.path.isdir(directory):
-                return LocalLink(directory, specs, self.index, self.token, self.job.timeout)
+            endpoint = wait(actor.local_endpoint())
+            if endpoint is not None and os.path.isdir(endpoint["directory"]):
+                return LocalLink(endpoint["directory"], specs, self.index, self.token, self.job.timeout,
+                                 endpoint["row_local"])
         return MessageLink(actor, wait)
 
     def push(self, step, grads, base):
@@ -319,16 +320,20 @@ class _Exchange:
 
     def pull(self):
         start = time.perf_counter()
-        pulled = [link.pull() for link in self.links]
+        pulled = [link.pull(base) for link, base in zip(self.links, list(self.base))]
         self.counters["pull_seconds"] += time.perf_counter() - start
         return pulled
 
     def install(self, pulled):
         """Loads the pulled weights into the replica (from shared memory, for a local link)."""
         start = time.perf_counter()
+        sess, variables = self._sess, self._vars
         for k, link in enumerate(self.links):
-            self.base[k] = link.install(pulled[k], lambda name, value: self._write[name](value))
-        self.counters["bytes_pulled"] += self._bytes
+            self.base[k], moved = link.install(
+                pulled[k], lambda name, value: sess.write_variable(variables[name], value),
+                lambda name, indices, rows: sess.copy_variable_rows(variables[name], indices, rows, True),
+                self.base[k])
+            self.counters["bytes_pulled"] += moved
         self.counters["pulls"] += 1
         self.counters["pull_seconds"] += time.perf_counter() - start
 
