@@ -377,13 +377,18 @@ def test_bad_arguments_are_refused_before_anything_starts():
         distributed.train(softmax_model, blobs(n=10), workers=2, backup_workers=2)
 
 
-def test_the_softmax_example_trains_with_two_async_workers(mnist_dir):
+@pytest.mark.parametrize("overlap", [True, False])
+def test_the_softmax_example_trains_with_two_async_workers(mnist_dir, overlap):
+    """Measured on the development machine (3 runs each; async, so runs differ): with pushes and
+    pulls in the loop 0.8991, 0.9039, 0.8987; overlapped with compute 0.8850, 0.8814, 0.8567, 0.8928,
+    0.8597, 0.8908, 0.8778 (fewer updates: a push due while the last is under way waits, and the next
+    carries their mean)."""
     pytest.importorskip("distributed")
     out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "distributed", "softmax_ps.py"),
-                          "--data-dir", mnist_dir, "--workers", "2", "--steps", "100", "--no-progress"],
+                          "--data-dir", mnist_dir, "--workers", "2", "--steps", "100", "--no-progress"]
+                         + ([] if overlap else ["--no-overlap"]),
                          check=False, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     last = out.stdout.strip().splitlines()[-1]
     assert re.fullmatch(r"test accuracy: 0\.\d{4}", last)
-    # Measured on the development machine: 0.9021, 0.9021, 0.8979 (3 runs; async, so runs differ).
-    assert float(last.split()[-1]) > 0.88
+    assert float(last.split()[-1]) > (0.84 if overlap else 0.88)

@@ -3,7 +3,8 @@ pygrad.distributed, the single-process comparison and the test accuracy (the las
 
 Flags: --data-dir, --workers N, --ps-shards K, --mode async|sync, --steps S (per worker), --batch B,
 --threads-per-worker T, --checkpoint-dir D, --kill-worker-at STEP, --kill-ps-at STEP (SIGKILL one of
-the run's own processes at that step, to show recovery; local cluster only), --scheduler ADDRESS
+the run's own processes at that step, to show recovery; local cluster only), --no-overlap (async:
+push and pull in the worker's loop), --transport auto|messages, --scheduler ADDRESS
 (default: a local cluster, TLS with its own credentials), --tls-ca/--tls-cert/--tls-key (Dask TLS),
 --insecure (allow a scheduler without TLS: anyone who reaches it runs code as you),
 --allow-lost-updates (a shard killed without a checkpoint starts again from its initial values
@@ -37,6 +38,10 @@ def parse(description, steps, batch, learning_rate):
     p.add_argument("--threads-per-worker", type=int, default=1)
     p.add_argument("--fetch-every", type=int, default=1, help="pull every N steps (async)")
     p.add_argument("--push-every", type=int, default=1, help="push the summed gradients every N steps")
+    p.add_argument("--no-overlap", action="store_true",
+                   help="async: push and pull in the worker's loop (else in a thread, while it computes)")
+    p.add_argument("--transport", choices=["auto", "messages"], default="auto",
+                   help="auto: shared memory with the shards on the worker's host; messages: always Dask's")
     p.add_argument("--max-staleness", type=int, default=None)
     p.add_argument("--backup-workers", type=int, default=0)
     p.add_argument("--checkpoint-dir", default=None)
@@ -113,7 +118,8 @@ def main(model_fn, optimizer_fn, args):
         seed=args.seed, checkpoint_dir=args.checkpoint_dir, checkpoint_steps=args.checkpoint_steps,
         scheduler=args.scheduler, security=security, insecure=args.insecure,
         allow_lost_updates=args.allow_lost_updates, threads_per_worker=args.threads_per_worker,
-        kill_worker_at=args.kill_worker_at, kill_ps_at=args.kill_ps_at, progress=not args.no_progress)
+        kill_worker_at=args.kill_worker_at, kill_ps_at=args.kill_ps_at, progress=not args.no_progress,
+        overlap=not args.no_overlap, transport=args.transport)
     accuracy = accuracy_on(model_fn, report.weights, mnist.test.images, mnist.test.labels)
     if args.single_process:
         start = time.monotonic()

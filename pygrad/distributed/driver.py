@@ -167,8 +167,8 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
     gradients every push_every steps and pulls every fetch_every steps (async; sync pulls after each
     push). In async mode with overlap=True a thread of the worker's pushes and pulls while it
     computes its next steps, and a push still under way when the next is due is not waited for: the
-    gradients wait in the sum for the one after (push_every is then the least number of steps a push
-    sums); overlap=False pushes and pulls in the worker's loop, exactly every push_every and
+    pushes due meanwhile wait, and the next carries their mean (each the sum of push_every steps);
+    overlap=False pushes and pulls in the worker's loop, exactly every push_every and
     fetch_every steps. transport="auto" exchanges through shared memory with the shards on the
     worker's host and through Dask's messages with the others; "messages" always through messages.
     sparse=True pushes an IndexedSlices gradient (an embedding's) as the rows it touches, and pulls

@@ -145,6 +145,7 @@ def run_worker(job, index, token, data):
         courier = _Courier() if job.mode == "async" and job.overlap else None
         last_log, loss_sum, acc_sum, logged = time.monotonic(), 0.0, 0.0, 0
         summed, summed_steps, summed_base, last_pull = None, 0, None, resume - 1
+        merged = 0  # pushes waiting in the sum for the courier
         loop_start = time.perf_counter()
         try:
             for step in range(resume, job.steps):
@@ -157,7 +158,7 @@ def run_worker(job, index, token, data):
                     except Exception as e:
                         if not _recoverable(e):
                             raise
-                        summed, summed_steps = None, 0  # the push in flight is lost
+                        summed, summed_steps, merged = None, 0, 0  # the push in flight is lost
                         generation, exchange = connect(*_reconnect(job, generation, counters))
                     counters["wait_seconds"] += time.perf_counter() - start
                 feed = dict(zip(model["inputs"], batches(step)))
@@ -189,17 +190,21 @@ def run_worker(job, index, token, data):
                         pull = step - last_pull >= job.fetch_every
                         courier.wait()  # (only at the last step: it was idle otherwise)
                         courier.raise_error()  # (what its last exchange raised, before handing it more)
+                        if merged:  # the mean of the pushes that waited for the courier
+                            summed = [_scaled(g, 1.0 / (merged + 1)) for g in summed]
                         courier.hand(exchange, step, summed, summed_base, pull)
-                        summed, summed_steps, last_pull = None, 0, step if pull else last_pull
+                        summed, summed_steps, merged, last_pull = None, 0, 0, step if pull else last_pull
                         if last:
                             courier.wait()
                             courier.take(exchange)
-                    # else: the courier is still busy with the last push; this step's gradients wait
-                    # in the sum for the next one, and the worker goes on.
+                    elif due:
+                        # The courier is still busy with the last push: this push waits in the sum
+                        # for the next one, which carries their mean, and the worker goes on.
+                        summed_steps, merged = 0, merged + 1
                 except Exception as e:
                     if not _recoverable(e):
                         raise
-                    summed, summed_steps = None, 0  # the push in flight is lost
+                    summed, summed_steps, merged = None, 0, 0  # the push in flight is lost
                     generation, exchange = connect(*_reconnect(job, generation, counters))
                 counters["wait_seconds"] += time.perf_counter() - start
                 now = time.monotonic()
@@ -245,6 +250,12 @@ def _sum(a, b):
     if hasattr(a, "indices"):
         return _Rows(np.concatenate([a.values, b.values]), np.concatenate([a.indices, b.indices]))
     return a + b
+
+
+def _scaled(g, factor):
+    if hasattr(g, "indices"):
+        return _Rows(g.values * np.asarray(factor, g.values.dtype), g.indices)
+    return g * np.asarray(factor, g.dtype)
 
 
 class _Rows:

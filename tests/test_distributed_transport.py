@@ -1,0 +1,235 @@
+"""How workers and parameter-server shards exchange data (pygrad/distributed/transport.py): the
+local link through shared memory and a Unix socket against the shard's rules and against Dask's
+messages, sparse pushes of IndexedSlices gradients and partial pulls, and async pushes overlapped
+with compute. The shard's rules without Dask are exercised on a ParameterShard directly."""
+import asyncio
+import glob
+import os
+
+import numpy as np
+import pytest
+
+import pygrad as tf
+from pygrad import distributed, errors
+from pygrad.distributed import transport
+from pygrad.distributed.shard import ParameterShard
+from pygrad.distributed.spec import VarSpec
+
+from ps_testing import blobs, local_client, softmax_model_64
+
+pytestmark = pytest.mark.skipif(not transport.LocalEndpoint.available(), reason="no /dev/shm or Unix sockets")
+
+TOKENS = ["t0", "t1"]
+ROWS, WIDTH = 6, 3
+
+
+def _shard(optimizer, sparse=True, **kw):
+    specs = [VarSpec("emb", (ROWS, WIDTH), "float64", np.arange(ROWS * WIDTH, dtype=np.float64).reshape(ROWS, WIDTH),
+                     sparse=sparse),
+             VarSpec("w", (2,), "float64", np.array([1.0, -1.0]))]
+    return ParameterShard(0, specs, optimizer, TOKENS, run_id="test", **kw), specs
+
+
+class _Replica:
+    """A worker's session holding the shard's variables, for LocalLink.install."""
+
+    def __init__(self, specs):
+        self.graph = tf.Graph()
+        with self.graph.as_default():
+            self.vars = {s.name: tf.Variable(np.zeros(s.shape, s.dtype), name=s.name) for s in specs}
+            init = tf.global_variables_initializer()
+        self.sess = tf.Session(graph=self.graph)
+        self.sess.run(init)
+
+    def install(self, link, base):
+        return link.install(None, lambda n, v: self.sess.write_variable(self.vars[n], v),
+                            lambda n, i, r: self.sess.copy_variable_rows(self.vars[n], i, r, True), base)
+
+    def value(self, name):
+        return self.sess.run(self.vars[name])
+
+
+def _link(shard, specs, worker=0, token=None):
+    endpoint = asyncio.run(shard.local_endpoint())
+    return transport.LocalLink(endpoint["directory"], specs, worker, TOKENS[worker] if token is None else token, 10.0,
+                               endpoint["row_local"]), endpoint
+
+
+def test_a_sparse_push_over_the_local_link_applies_the_rows_and_installs_only_those_changed():
+    """SGD on an embedding: the rows pushed (one repeated, summed first) move by lr times their
+    gradient, the other rows not; an install after it copies only those rows, and the weights equal
+    the shard's own."""
+    shard, specs = _shard(lambda: tf.train.GradientDescentOptimizer(0.5))
+    try:
+        link, endpoint = _link(shard, specs)
+        assert endpoint["row_local"] == ["emb"] and os.path.isdir(endpoint["directory"])
+        assert oct(os.stat(endpoint["directory"]).st_mode & 0o777) == "0o700"
+        replica = _Replica(specs)
+        version, moved = replica.install(link, None)
+        assert version == 0 and moved == (ROWS * WIDTH + 2) * 8
+        values = np.array([[1.0, 2.0, 3.0], [10.0, 10.0, 10.0]])
+        link.start_push(0, "t0", 0, 0, {"emb": (values, np.array([4, 1])), "w": np.array([2.0, 2.0])})
+        assert link.finish_push() == {"status": "applied", "version": 1, "staleness": 0}
+        want = np.arange(ROWS * WIDTH, dtype=np.float64).reshape(ROWS, WIDTH)
+        want[4] -= 0.5 * values[0]
+        want[1] -= 0.5 * values[1]
+        version, moved = replica.install(link, 0)
+        assert version == 1 and moved == 2 * WIDTH * 8 + 2 * 8  # two rows of emb, and w whole
+        np.testing.assert_array_equal(replica.value("emb"), want)
+        np.testing.assert_array_equal(replica.value("w"), [0.0, -2.0])
+        np.testing.assert_array_equal(asyncio.run(shard.pull())[1]["emb"], want)
+        # Over messages, a pull since version 1 has no rows of emb; since 0, the two.
+        _, since1 = asyncio.run(shard.pull(since=1))
+        assert since1["emb"][1].tolist() == [] and since1["w"].shape == (2,)
+        rows, indices = asyncio.run(shard.pull(since=0))[1]["emb"]
+        assert indices.tolist() == [1, 4]
+        np.testing.assert_array_equal(rows, want[[1, 4]])
+        link.close()
+    finally:
+        asyncio.run(shard.close())
+    assert not os.path.exists(endpoint["directory"])
+
+
+def test_an_update_that_moves_every_row_is_installed_whole():
+    """Adam's sparse rule (TF1's) decays m and v everywhere, so a row with momentum moves in a step
+    that has no gradient for it: the shard says its updates are not row-local, and an install
+    copies the whole embedding."""
+    shard, specs = _shard(lambda: tf.train.AdamOptimizer(0.1))
+    link_to_close = None
+    try:
+        link, endpoint = _link(shard, specs)
+        link_to_close = link
+        assert endpoint["row_local"] == []
+        replica = _Replica(specs)
+        replica.install(link, None)
+        for step, rows in enumerate([[0, 2], [2]]):
+            link.start_push(0, "t0", step, step, {"emb": (np.ones((len(rows), WIDTH)), np.array(rows)),
+                                                  "w": np.ones(2)})
+            link.finish_push()
+            if step == 0:
+                replica.install(link, None)
+                row0 = replica.value("emb")[0]
+        version, moved = replica.install(link, 1)
+        assert version == 2 and moved == (ROWS * WIDTH + 2) * 8
+        np.testing.assert_array_equal(replica.value("emb"), asyncio.run(shard.pull())[1]["emb"])
+        assert not np.array_equal(replica.value("emb")[0], row0)  # row 0 moved without a gradient
+    finally:
+        if link_to_close is not None:
+            link_to_close.close()
+        asyncio.run(shard.close())
+
+
+def test_the_local_link_refuses_what_messages_refuse():
+    shard, specs = _shard(lambda: tf.train.GradientDescentOptimizer(0.5))
+    link_to_close = None
+    try:
+        with pytest.raises(errors.InvalidArgumentError, match="refused worker 1: unknown worker or wrong token"):
+            _link(shard, specs, worker=1, token="t0")
+        link, _ = _link(shard, specs)
+        link_to_close = link
+        link.start_push(0, "t0", 0, 0, {"emb": (np.full((1, WIDTH), np.nan), np.array([0])), "w": np.zeros(2)})
+        with pytest.raises(errors.InvalidArgumentError, match=r"refused the push of worker 0, step 0: the gradient of "
+                                                              r"'emb' has 3 non-finite values"):
+            link.finish_push()
+        link.start_push(0, "t0", 0, 0, {"emb": (np.ones((1, WIDTH)), np.array([0])), "w": np.zeros(2)})
+        assert link.finish_push()["version"] == 1  # the refused push changed nothing, not even the step
+        link.start_push(0, "t0", 0, 1, {"emb": (np.ones((1, WIDTH)), np.array([0])), "w": np.zeros(2)})
+        with pytest.raises(errors.InvalidArgumentError, match="a replayed or duplicate push"):
+            link.finish_push()
+        with pytest.raises(errors.InvalidArgumentError, match=r"row indices outside \[0, 6\)"):
+            asyncio.run(shard.push(1, "t1", 0, 0, {"emb": (np.ones((1, WIDTH)), np.array([6])), "w": np.zeros(2)}))
+    finally:
+        if link_to_close is not None:
+            link_to_close.close()
+        asyncio.run(shard.close())
+
+
+def test_padded_sparse_pushes_equal_numpy_for_row_local_rules():
+    """Row counts are padded to a power of two with zero rows repeating the first index; the sparse
+    rules sum repeated rows first, so Adagrad's accumulators and weights are NumPy's."""
+    shard, specs = _shard(lambda: tf.train.AdagradOptimizer(0.5, initial_accumulator_value=0.5))
+    emb = np.arange(ROWS * WIDTH, dtype=np.float64).reshape(ROWS, WIDTH)
+    acc = np.full_like(emb, 0.5)
+    rng = np.random.RandomState(0)
+    try:
+        for step, rows in enumerate([[1, 2, 3], [0, 5, 4, 2, 1], [3]]):
+            values = rng.randn(len(rows), WIDTH)
+            asyncio.run(shard.push(0, "t0", step, step, {"emb": (values, np.array(rows)), "w": np.zeros(2)}))
+            acc[rows] += values ** 2
+            emb[rows] -= 0.5 * values / np.sqrt(acc[rows])
+        np.testing.assert_allclose(asyncio.run(shard.pull())[1]["emb"], emb, rtol=1e-12)
+    finally:
+        asyncio.run(shard.close())
+
+
+# ------------------------------------------------------------------------- whole runs
+V, D, K = 200, 8, 4
+
+
+def embedding_model():
+    ids = tf.placeholder(tf.int64, [None, 3])
+    y_ = tf.placeholder(tf.float64, [None, K])
+    emb = tf.Variable(tf.random_uniform([V, D], -0.1, 0.1, seed=3, dtype=tf.float64), name="embedding")
+    w = tf.Variable(tf.random_uniform([D, K], -1.0, 1.0, seed=4, dtype=tf.float64), name="w")
+    logits = tf.matmul(tf.reduce_mean(tf.nn.embedding_lookup(emb, ids), 1), w)
+    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=y_, logits=logits))
+    return {"loss": loss, "inputs": [ids, y_]}
+
+
+def embedding_data(n=1200, seed=0):
+    """Each id belongs to a class (id % K); an example's label is the class of its first id."""
+    rng = np.random.RandomState(seed)
+    ids = rng.randint(0, V, size=(n, 3))
+    return ids.astype(np.int64), np.eye(K)[ids[:, 0] % K]
+
+
+@pytest.fixture(scope="module")
+def client():
+    pytest.importorskip("distributed")
+    with local_client(__name__, workers=2, ps_shards=1) as (_, c):
+        yield c
+
+
+def test_sparse_and_dense_pushes_train_the_same_weights_and_sparse_moves_less(client):
+    """Sync SGD, float64, two workers: pushing the rows touched (and pulling those changed) gives
+    the weights of dense pushes, through shared memory and through messages, with a fraction of
+    the bytes."""
+    kw = dict(workers=2, mode="sync", steps=40, batch_size=20, shuffle=False, client=client, progress=False,
+              verbose=False, timeout=30, optimizer=lambda: tf.train.GradientDescentOptimizer(4.0))
+    runs = {(sparse, transport_): distributed.train(embedding_model, embedding_data(), sparse=sparse,
+                                                    transport=transport_, **kw)
+            for sparse in (True, False) for transport_ in ("auto", "messages")}
+    dense = runs[False, "messages"]
+    for (sparse, transport_), r in runs.items():
+        assert r.links == {"shared memory" if transport_ == "auto" else "messages": 2}
+        assert r.shard_versions == [40]
+        for name in ("embedding", "w"):
+            np.testing.assert_allclose(r.weights[name], dense.weights[name], rtol=1e-12, atol=1e-14)
+    # A push has at most 20 x 3 of the 200 rows (and their indices); a pull the rows either worker pushed.
+    for transport_ in ("auto", "messages"):
+        assert runs[True, transport_].bytes_pushed < 0.4 * dense.bytes_pushed
+        assert runs[True, transport_].bytes_pulled < 0.8 * dense.bytes_pulled
+    assert runs[True, "auto"].final_loss < np.log(K) - 0.1  # it learns (from about log(K))
+
+
+def test_overlapped_async_pushes_sum_every_step_once(client):
+    """Async with the courier: every step's gradient reaches the shard once (a push due while the
+    last is under way waits and goes with the next, as their mean), so with push_every=1 the
+    pushes number at most the steps; the weights come from the shard, the loss falls, and the
+    worker waits on the parameter server for a part of its loop only."""
+    x, y = blobs(dtype=np.float64)
+    report = distributed.train(softmax_model_64, (x, y), workers=2, steps=200, batch_size=20, client=client,
+                               progress=False, verbose=False, timeout=30,
+                               optimizer=lambda: tf.train.GradientDescentOptimizer(0.5))
+    assert report.examples == 2 * 200 * 20 and report.links == {"shared memory": 2}
+    assert 2 <= report.pushes <= 400 and report.counts["applied"] == report.pushes == report.shard_versions[0]
+    assert report.final_loss < np.log(4) - 0.3  # from zero weights: log(4)
+    assert 0.0 <= report.wait_share < 1.0 and "waiting on the parameter server" in str(report)
+
+
+def test_a_run_leaves_no_files_in_shared_memory(client):
+    before = set(glob.glob(os.path.join(transport.SHM_ROOT, "pygrad-*")))
+    x, y = blobs(dtype=np.float64)
+    distributed.train(softmax_model_64, (x, y), workers=2, steps=20, batch_size=20, client=client, progress=False,
+                      verbose=False, timeout=30)
+    assert set(glob.glob(os.path.join(transport.SHM_ROOT, "pygrad-*"))) <= before
