@@ -23,6 +23,7 @@ import socket
 import struct
 import tempfile
 import threading
+import weakref
 
 import numpy as np
 
@@ -106,6 +107,8 @@ class LocalEndpoint:
 
     def __init__(self, tag, specs, num_workers, known, push):
         self.directory = tempfile.mkdtemp(prefix=f"pygrad-{tag}-", dir=SHM_ROOT)  # mode 0700
+        # Removed by close, or when the process exits without it (a killed one's, by the driver).
+        self._remove = weakref.finalize(self, shutil.rmtree, self.directory, True)
         self.places, size = layout(specs)
         self._sparse = _sparse_names(specs)
         self.weights = Shared(os.path.join(self.directory, "weights"), self._sparse, size)
@@ -156,7 +159,7 @@ class LocalEndpoint:
             except OSError:
                 pass
             c.close()
-        shutil.rmtree(self.directory, ignore_errors=True)
+        self._remove()
 
     def _accept(self):
         while not self._closed:
