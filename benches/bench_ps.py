@@ -1,28 +1,35 @@
 """Parameter-server benchmark: pygrad.distributed on a local Dask cluster against single-process
 training of the same model, and a calibrated model of larger clusters.
 
-Part 1, measured. For each number of workers in --workers (default 1,2,4) and each mode in --modes
-(async, sync), one run of --steps steps per worker, batch --batch, on one shard; then the same model
-trained in this process on the same total examples. A row: examples/s, pushes/s, bytes moved per
-worker step, the shard's update latency (median), and the speed relative to the single process.
-All processes share this machine's cores, so more workers than cores cannot go faster.
+Models (--model): softmax (MNIST softmax regression, SGD 0.5), convnet (Deep MNIST, Adam 1e-4) and
+embedding (word2vec-style: the mean of 4 word vectors of a 50,000 x 64 embedding, then a linear
+layer to 10 classes, Adagrad 0.5; each word belongs to a class, drawn by a Zipf law as words
+are, and an example's words to one class).
 
-Part 2, simulated. From the 1-worker async run it takes
-  c   compute seconds per worker step (one Session.run of the loss and all gradients),
-  r   push + pull seconds per worker step (serialization, transfer, the shard's work),
-  a   the shard's update seconds (the fused optimizer step over every variable),
-  o   the round trip of an empty actor call (the fixed cost of one message),
-and models W workers and K shards holding 1/K of the bytes each: a worker step takes
-T = c + r (a worker's own serialization does not shrink with K); each shard receives W / T pushes
-and pulls per second, and serves one push + pull in s_K = 2 o + (a + (r - 2 o - a) / 2) / K (its
-update plus its half of the transfer, split over the shards, and the fixed message cost, which is
-not). The cluster does min(W / T, 1 / s_K) steps per second; a shard saturates when
-W / T >= 1 / s_K, and K shards suffice from K >= (a + (r - 2 o - a) / 2) / (T / W - 2 o). When
-T / W <= 2 o no number of shards suffices: every shard sees every worker's messages.
+Part 1, measured. For each number of workers in --workers (default 1,2,4), each mode in --modes
+(async, sync) and each variant in --variants, one run of --steps steps per worker, batch --batch,
+on one shard; then the same model trained in this process on the same total examples. Variants:
+default (overlapped pushes and pulls, shared memory on this host, sparse pushes), no-overlap
+(async: push and pull in the worker's loop), messages (through Dask's messages, in the loop: the
+transport before shared memory) and dense (IndexedSlices gradients pushed dense). A row: examples/s,
+pushes/s, bytes moved per worker step, the shard's update latency (median, with its rewrite of
+shared memory), the share of the workers' loop spent waiting on the parameter server, the speed
+relative to the single process and to one worker, and the test accuracy. All processes share this
+machine's cores, so more workers than cores cannot go faster.
 
-Run: python benches/bench_ps.py [--data-dir DIR] [--model softmax|convnet] [--steps 300]
-                                [--batch 100] [--workers 1,2,4] [--modes async,sync] [--threads 1]
-                                [--chart PNG]
+Part 2, simulated. From the 1-worker async run of the first variant it takes
+  T   a worker's step (its loop's seconds per step: compute and what it waited),
+  a   the shard's seconds per push (its update and its rewrite of the weights, the median),
+  o   the rest of a push's round trip (the courier's push seconds minus a: the message, copying the
+      gradients in and the reply),
+and models W workers and K shards holding 1/K of the bytes each: each shard serves a push in
+s_K = o + a / K, the cluster does min(W / T, 1 / s_K) steps per second, a shard saturates when
+W / T >= 1 / s_K, and K shards suffice from K >= a / (T / W - o). When T / W <= o no number of
+shards suffices: every shard sees every worker's pushes.
+
+Run: python benches/bench_ps.py [--data-dir DIR] [--model softmax|convnet|embedding] [--steps 300]
+                                [--batch 100] [--workers 1,2,4] [--modes async,sync]
+                                [--variants default,no-overlap,messages,dense] [--threads 1] [--chart PNG]
 --chart writes examples/s against workers: the measured runs, and the model's lines for one shard
 and for the shards it says are needed (matplotlib; skipped with a message without it).
 """
@@ -41,53 +48,57 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples", "distributed"
 def parse():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data-dir", default=os.environ.get("PYGRAD_MNIST_DIR"))
-    p.add_argument("--model", choices=["softmax", "convnet"], default="softmax")
+    p.add_argument("--model", choices=["softmax", "convnet", "embedding"], default="softmax")
     p.add_argument("--steps", type=int, default=300, help="steps per worker")
     p.add_argument("--batch", type=int, default=100)
     p.add_argument("--workers", default="1,2,4")
     p.add_argument("--modes", default="async,sync")
+    p.add_argument("--variants", default="default", help="of default, no-overlap, messages, dense")
     p.add_argument("--threads", type=int, default=1, help="pygrad threads per worker and for the single process")
     p.add_argument("--simulate", default="8,16,32,64,128,256", help="worker counts of the simulation")
     p.add_argument("--chart", help="write a PNG chart of the measured and modelled throughput here")
     return p.parse_args()
 
 
-def _pings(shard, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        shard.ping().result()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+V, D, C = 50_000, 64, 10  # the embedding model's words, their width and the classes
 
 
-def message_round_trip(client, repeats=200):
-    """Seconds of one empty actor call from a worker to a shard and back, the median over repeats."""
+def embedding_model():
+    """word2vec-style: the mean of 4 word vectors, then a linear layer; its gradient of the
+    embedding is IndexedSlices (the rows looked up)."""
     import pygrad as tf
-    from pygrad.distributed.shard import ParameterShard
-    from pygrad.distributed.spec import VarSpec
 
-    ps = next(a for a, w in client.scheduler_info()["workers"].items() if w["resources"].get("ps"))
-    shard = client.submit(ParameterShard, 0, [VarSpec("w", (1,), "float32", np.zeros(1, np.float32))],
-                          lambda: tf.train.GradientDescentOptimizer(0.1), ["unused"], workers=[ps],
-                          actor=True).result()
-    return client.submit(_pings, shard, repeats, resources={"compute": 1}, pure=False).result()
+    ids = tf.placeholder(tf.int64, [None, 4])
+    y_ = tf.placeholder(tf.float32, [None, C])
+    emb = tf.Variable(tf.random_uniform([V, D], -0.5, 0.5, seed=1), name="embedding")
+    w = tf.Variable(tf.random_uniform([D, C], -0.1, 0.1, seed=2), name="w")
+    logits = tf.matmul(tf.reduce_mean(tf.nn.embedding_lookup(emb, ids), 1), w)
+    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=y_, logits=logits))
+    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), tf.argmax(y_, 1)), tf.float32))
+    return {"loss": loss, "inputs": [ids, y_], "accuracy": accuracy}
 
 
-def simulate(c, r, a, o, batch, worker_counts):
+def embedding_data(n, seed):
+    """(ids, one-hot labels): word i belongs to class i % C; an example's 4 words are of one class,
+    each drawn by a Zipf law over that class's words."""
+    rng = np.random.RandomState(seed)
+    labels = rng.randint(0, C, n)
+    ranks = np.minimum(rng.zipf(1.2, size=(n, 4)) - 1, V // C - 1)
+    return (labels[:, None] + C * ranks).astype(np.int64), np.eye(C, dtype=np.float32)[labels]
+
+
+def simulate(T, a, o, batch, worker_counts):
     """Rows of the calibrated model (see the module's docstring)."""
-    T = c + r
-    shard_work = a + max(0.0, r - 2 * o - a) / 2
-    print(f"\ncalibration: compute c = {c * 1e3:.3f} ms, push+pull r = {r * 1e3:.3f} ms, "
-          f"shard update a = {a * 1e3:.3f} ms, message o = {o * 1e3:.3f} ms per worker step")
+    print(f"\ncalibration: worker step T = {T * 1e3:.3f} ms, shard per push a = {a * 1e3:.3f} ms, "
+          f"rest of a push's round trip o = {o * 1e3:.3f} ms")
     print(f"{'workers':>8} {'1 shard ex/s':>14} {'saturated':>10} {'shards needed':>14} {'with them ex/s':>15}")
     rows = []
     for W in worker_counts:
         demand = W / T
-        one = min(demand, 1.0 / (2 * o + shard_work))
-        slack = T / W - 2 * o
-        needed = math.ceil(shard_work / slack) if slack > 0 else None
-        with_needed = min(demand, 1.0 / (2 * o + shard_work / needed)) if needed else 1.0 / (2 * o)
+        one = min(demand, 1.0 / (o + a))
+        slack = T / W - o
+        needed = math.ceil(a / slack) if slack > 0 else None
+        with_needed = min(demand, 1.0 / (o + a / needed)) if needed else 1.0 / o
         print(f"{W:>8} {one * batch:>14.0f} {'yes' if demand > one else 'no':>10} "
               f"{needed if needed else 'none suffices':>14} {with_needed * batch:>15.0f}")
         rows.append((W, one * batch, demand * batch, needed, with_needed * batch))
@@ -125,6 +136,10 @@ def chart(path, model, measured, rows):
     print(f"chart: {path}")
 
 
+VARIANTS = {"default": {}, "no-overlap": {"overlap": False}, "messages": {"transport": "messages", "overlap": False},
+            "dense": {"sparse": False}}
+
+
 def main():
     args = parse()
     os.environ["PYGRAD_NUM_THREADS"] = str(args.threads)
@@ -135,34 +150,43 @@ def main():
 
     import pygrad as tf
     from pygrad import distributed
-    from pygrad.examples.tutorials.mnist import input_data
 
     if args.model == "softmax":
         from softmax_ps import model
 
         def optimizer():
             return tf.train.GradientDescentOptimizer(0.5)
-    else:
+    elif args.model == "convnet":
         from deep_mnist_ps import model
 
         def optimizer():
             return tf.train.AdamOptimizer(1e-4)
+    else:
+        model = embedding_model
+
+        def optimizer():
+            return tf.train.AdagradOptimizer(0.5)
     import cloudpickle
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     for name in ("softmax_ps", "deep_mnist_ps"):
         if name in sys.modules:
             cloudpickle.register_pickle_by_value(sys.modules[name])
-    mnist = input_data.read_data_sets(args.data_dir, one_hot=True)
-    data = (mnist.train.images, mnist.train.labels)
+    if args.model == "embedding":
+        data, test = embedding_data(100_000, 0), embedding_data(10_000, 1)
+    else:
+        from pygrad.examples.tutorials.mnist import input_data
+
+        mnist = input_data.read_data_sets(args.data_dir, one_hot=True)
+        data, test = (mnist.train.images, mnist.train.labels), (mnist.test.images, mnist.test.labels)
     worker_counts = [int(w) for w in args.workers.split(",")]
+    variants = args.variants.split(",")
     cluster = distributed.local_cluster(workers=max(worker_counts), ps_shards=1, threads_per_worker=args.threads,
                                         dashboard_address=None, silence_logs=logging.ERROR)
     client = Client(cluster, set_as_default=False)
     try:
-        with client.as_current():
-            o = message_round_trip(client)
-        print(f"{args.model}, batch {args.batch}, {args.steps} steps per worker, {args.threads} thread(s) each")
-        print(f"{'run':>22} {'examples/s':>11} {'pushes/s':>9} {'kB/step':>8} {'update ms':>10} {'wait %':>7} "
+        print(f"{args.model}, batch {args.batch}, {args.steps} steps per worker, {args.threads} thread(s) each; "
+              f"cpu: {cpu_model()}")
+        print(f"{'run':>34} {'examples/s':>11} {'pushes/s':>9} {'kB/step':>8} {'update ms':>10} {'wait %':>7} "
               f"{'vs single':>10} {'vs 1 worker':>11} {'test acc':>9}")
         calibration, measured, one_worker = None, {}, {}
         for W in worker_counts:
@@ -170,28 +194,32 @@ def main():
             start = time.monotonic()
             weights = single_process(model, optimizer, *data, args.steps * W, args.batch, 0)
             single = args.steps * W * args.batch / (time.monotonic() - start)
-            print(f"{f'single process ({W}x)':>22} {single:>11.0f} {'':>9} {'':>8} {'':>10} {'':>7} {1.0:>10.2f} "
-                  f"{'':>11} "
-                  f"{accuracy_on(model, weights, mnist.test.images, mnist.test.labels):>9.4f}")
+            print(f"{f'single process ({W}x)':>34} {single:>11.0f} {'':>9} {'':>8} {'':>10} {'':>7} {1.0:>10.2f} "
+                  f"{'':>11} {accuracy_on(model, weights, *test):>9.4f}")
             for mode in args.modes.split(","):
-                report = distributed.train(model, data, workers=W, ps_shards=1, mode=mode, steps=args.steps,
-                                           batch_size=args.batch, optimizer=optimizer, client=client,
-                                           threads_per_worker=args.threads, progress=False, verbose=False)
-                acc = accuracy_on(model, report.weights, mnist.test.images, mnist.test.labels)
-                print(f"{f'{mode}, {W} worker(s)':>22} {report.examples_per_second:>11.0f} "
-                      f"{report.pushes_per_second:>9.1f} {report.bytes_per_step / 1e3:>8.1f} "
-                      f"{report.apply_latency()['p50'] * 1e3:>10.3f} {100 * report.wait_share:>7.1f} "
-                      f"{report.examples_per_second / single:>10.2f} "
-                      f"{report.examples_per_second / one_worker.get(mode, report.examples_per_second):>11.2f} "
-                      f"{acc:>9.4f}")
-                if W == 1:
-                    one_worker[mode] = report.examples_per_second
-                measured.setdefault(mode, []).append((W, report.examples_per_second))
-                if W == 1 and mode == "async":
-                    steps = max(1, report.steps_done)
-                    calibration = (report.worker_seconds["compute"] / steps,
-                                   (report.worker_seconds["push"] + report.worker_seconds["pull"]) / steps,
-                                   report.apply_latency()["p50"], o)
+                for variant in variants:
+                    if mode == "sync" and variant in ("no-overlap",):
+                        continue  # (sync pushes and pulls in the loop anyway)
+                    report = distributed.train(model, data, workers=W, ps_shards=1, mode=mode, steps=args.steps,
+                                               batch_size=args.batch, optimizer=optimizer, client=client,
+                                               threads_per_worker=args.threads, progress=False, verbose=False,
+                                               **VARIANTS[variant])
+                    acc = accuracy_on(model, report.weights, *test)
+                    key = (mode, variant)
+                    print(f"{f'{mode}, {variant}, {W} worker(s)':>34} {report.examples_per_second:>11.0f} "
+                          f"{report.pushes_per_second:>9.1f} {report.bytes_per_step / 1e3:>8.1f} "
+                          f"{report.apply_latency()['p50'] * 1e3:>10.3f} {100 * report.wait_share:>7.1f} "
+                          f"{report.examples_per_second / single:>10.2f} "
+                          f"{report.examples_per_second / one_worker.get(key, report.examples_per_second):>11.2f} "
+                          f"{acc:>9.4f}")
+                    if W == 1:
+                        one_worker[key] = report.examples_per_second
+                    measured.setdefault(f"{mode}, {variant}", []).append((W, report.examples_per_second))
+                    if W == 1 and mode == "async" and calibration is None:
+                        steps = max(1, report.steps_done)
+                        a = report.apply_latency()["p50"]
+                        push = report.worker_seconds["push"] / max(1, report.pushes)
+                        calibration = (report.worker_seconds["loop"] / steps, a, max(0.0, push - a))
         if calibration:
             rows = simulate(*calibration, args.batch, [int(w) for w in args.simulate.split(",")])
             if args.chart:
@@ -201,6 +229,14 @@ def main():
     finally:
         client.close()
         cluster.close()
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return "unknown"
 
 
 if __name__ == "__main__":

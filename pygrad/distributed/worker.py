@@ -264,14 +264,16 @@ class _Rows:
 
 
 def _rows_touched(g):
-    """(values, indices) of an IndexedSlices value with each row once, repeated rows summed."""
-    indices, inverse = np.unique(np.asarray(g.indices, np.int64), return_inverse=True)
-    if len(indices) == len(g.indices):
-        order = np.argsort(g.indices, kind="stable")
-        return np.ascontiguousarray(g.values[order]), indices
-    values = np.zeros((len(indices),) + g.values.shape[1:], g.values.dtype)
-    np.add.at(values, inverse, g.values)
-    return values, indices
+    """(values, indices) of an IndexedSlices value with each row once, repeated rows summed (in
+    the order they came), sorted by row."""
+    indices = np.asarray(g.indices, np.int64)
+    order = np.argsort(indices, kind="stable")
+    indices = indices[order]
+    starts = np.flatnonzero(np.concatenate([[True], indices[1:] != indices[:-1]])) if len(indices) else order
+    values = np.asarray(g.values)[order]
+    if len(starts) < len(indices):
+        values = np.add.reduceat(values, starts, axis=0)
+    return np.ascontiguousarray(values), indices[starts]
 
 
 class _Exchange:
