@@ -286,3 +286,18 @@ def test_bfloat16_bench_runs_in_a_tiny_mode(tmp_path, mnist_dir):
     assert len(totals) == 2, out
     for total, products, rest in totals:
         assert float(products) > 0 and abs(float(products) + float(rest) - float(total) / 1000) < 0.02
+
+
+def test_parameter_server_bench_runs_the_embedding_model_in_a_tiny_mode(tmp_path):
+    """benches/bench_ps.py end to end on the embedding model (synthetic data, no MNIST): one worker,
+    both modes, sparse and dense pushes; the rows and the calibration print."""
+    pytest.importorskip("distributed")
+    import subprocess
+    out = subprocess.run([sys.executable, str(BENCHES / "bench_ps.py"), "--model", "embedding", "--steps", "20",
+                          "--batch", "16", "--workers", "1", "--variants", "default,dense", "--simulate", "8"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True).stdout
+    rows = {line[:34].strip(): line[34:].split() for line in out.splitlines() if "worker(s)" in line}
+    assert set(rows) == {f"{m}, {v}, 1 worker(s)" for m in ("async", "sync") for v in ("default", "dense")}, out
+    # kB per step: the rows touched against the whole 50,000 x 64 embedding
+    assert float(rows["sync, default, 1 worker(s)"][2]) < float(rows["sync, dense, 1 worker(s)"][2]) / 20, out
+    assert "calibration: worker step T =" in out

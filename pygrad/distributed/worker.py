@@ -311,7 +311,7 @@ class _Exchange:
         """Pushes each shard its part of grads (one per variable, summed over the steps since the
         last push), computed on weights of versions base."""
         start = time.perf_counter()
-        pushed = 0
+        pushed, started, failures = 0, [], []
         for k, link in enumerate(self.links):
             part = {}
             for i in self.by_shard[k]:
@@ -319,8 +319,19 @@ class _Exchange:
                 part[self.job.specs[i].name] = _rows_touched(g) if self.job.specs[i].sparse else g
                 pushed += sum(a.nbytes for a in part[self.job.specs[i].name]) if self.job.specs[i].sparse \
                     else g.nbytes
-            link.start_push(self.index, self.token, step, base[k], part)
-        replies = [link.finish_push() for link in self.links]
+            try:
+                link.start_push(self.index, self.token, step, base[k], part)
+                started.append(k)
+            except Exception as e:
+                failures.append(e)
+        replies = []
+        for k in started:  # every shard that took the push applies it, even when another failed
+            try:
+                replies.append(self.links[k].finish_push())
+            except Exception as e:
+                failures.append(e)
+        if failures:  # (a refusal or a deadline before a shard found dead)
+            raise next((e for e in failures if not _recoverable(e)), failures[0])
         c = self.counters
         c["push_seconds"] += time.perf_counter() - start
         c["pushes"] += len(replies)
