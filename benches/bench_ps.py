@@ -20,10 +20,12 @@ machine's cores, so more workers than cores cannot go faster.
 Part 2, simulated. From the 1-worker async run of the first variant it takes
   T   a worker's step (its loop's seconds per step: compute and what it waited),
   a   the shard's seconds per push (its update and its rewrite of the weights, the median),
-  o   the rest of a push's round trip (the courier's push seconds minus a: the message, copying the
-      gradients in and the reply),
+and measures in this process
+  o   the round trip of the smallest push through the local link (one float: the socket's message,
+      the shard's checks and lock, the reply), the fixed cost of a push to a shard,
 and models W workers and K shards holding 1/K of the bytes each: each shard serves a push in
-s_K = o + a / K, the cluster does min(W / T, 1 / s_K) steps per second, a shard saturates when
+s_K = o + a / K (a worker's own copying of its gradients and weights does not load the shard),
+the cluster does min(W / T, 1 / s_K) steps per second, a shard saturates when
 W / T >= 1 / s_K, and K shards suffice from K >= a / (T / W - o). When T / W <= o no number of
 shards suffices: every shard sees every worker's pushes.
 
@@ -90,7 +92,7 @@ def embedding_data(n, seed):
 def simulate(T, a, o, batch, worker_counts):
     """Rows of the calibrated model (see the module's docstring)."""
     print(f"\ncalibration: worker step T = {T * 1e3:.3f} ms, shard per push a = {a * 1e3:.3f} ms, "
-          f"rest of a push's round trip o = {o * 1e3:.3f} ms")
+          f"the smallest push's round trip o = {o * 1e3:.3f} ms")
     print(f"{'workers':>8} {'1 shard ex/s':>14} {'saturated':>10} {'shards needed':>14} {'with them ex/s':>15}")
     rows = []
     for W in worker_counts:
@@ -217,9 +219,8 @@ def main():
                     measured.setdefault(f"{mode}, {variant}", []).append((W, report.examples_per_second))
                     if W == 1 and mode == "async" and calibration is None:
                         steps = max(1, report.steps_done)
-                        a = report.apply_latency()["p50"]
-                        push = report.worker_seconds["push"] / max(1, report.pushes)
-                        calibration = (report.worker_seconds["loop"] / steps, a, max(0.0, push - a))
+                        calibration = (report.worker_seconds["loop"] / steps, report.apply_latency()["p50"],
+                                       smallest_push_round_trip())
         if calibration:
             rows = simulate(*calibration, args.batch, [int(w) for w in args.simulate.split(",")])
             if args.chart:
@@ -229,6 +230,32 @@ def main():
     finally:
         client.close()
         cluster.close()
+
+
+def smallest_push_round_trip(repeats=500):
+    """The median seconds of a push of one float through a local link to a shard in this process."""
+    import asyncio
+
+    import pygrad as tf
+    from pygrad.distributed.shard import ParameterShard
+    from pygrad.distributed.spec import VarSpec
+    from pygrad.distributed.transport import LocalLink
+
+    specs = [VarSpec("w", (1,), "float32", np.zeros(1, np.float32))]
+    shard = ParameterShard(0, specs, lambda: tf.train.GradientDescentOptimizer(0.1), ["t"], run_id="bench")
+    endpoint = asyncio.run(shard.local_endpoint())
+    link = LocalLink(endpoint["directory"], specs, 0, "t", 10.0)
+    times, grad = [], {"w": np.ones(1, np.float32)}
+    try:
+        for step in range(repeats):
+            start = time.perf_counter()
+            link.start_push(0, "t", step, step, grad)
+            link.finish_push()
+            times.append(time.perf_counter() - start)
+    finally:
+        link.close()
+        asyncio.run(shard.close())
+    return float(np.median(times))
 
 
 def cpu_model():
