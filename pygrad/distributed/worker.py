@@ -141,6 +141,13 @@ def run_worker(job, index, token, data):
                         raise
                     generation, shards = _reconnect(job, generation, counters)
 
+        def reconnect(e, generation):
+            """After e: the exchange with the shards the driver publishes next, if a shard was found
+            dead; else e is raised."""
+            if not _recoverable(e):
+                raise e
+            return connect(*_reconnect(job, generation, counters))
+
         generation, exchange = connect(generation, shards)
         courier = _Courier() if job.mode == "async" and job.overlap else None
         last_log, loss_sum, acc_sum, logged = time.monotonic(), 0.0, 0.0, 0
@@ -156,10 +163,8 @@ def run_worker(job, index, token, data):
                         if pulled is not None:
                             exchange.install(pulled)
                     except Exception as e:
-                        if not _recoverable(e):
-                            raise
                         summed, summed_steps, merged = None, 0, 0  # the push in flight is lost
-                        generation, exchange = connect(*_reconnect(job, generation, counters))
+                        generation, exchange = reconnect(e, generation)
                     counters["wait_seconds"] += time.perf_counter() - start
                 feed = dict(zip(model["inputs"], batches(step)))
                 feed.update(model["train_feed"])
@@ -202,10 +207,8 @@ def run_worker(job, index, token, data):
                         # for the next one, which carries their mean, and the worker goes on.
                         summed_steps, merged = 0, merged + 1
                 except Exception as e:
-                    if not _recoverable(e):
-                        raise
                     summed, summed_steps, merged = None, 0, 0  # the push in flight is lost
-                    generation, exchange = connect(*_reconnect(job, generation, counters))
+                    generation, exchange = reconnect(e, generation)
                 counters["wait_seconds"] += time.perf_counter() - start
                 now = time.monotonic()
                 if now - last_log >= job.log_every or last:
