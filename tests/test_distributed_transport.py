@@ -166,10 +166,14 @@ def test_padded_sparse_pushes_equal_numpy_for_row_local_rules():
 V, D, K = 200, 8, 4
 
 
-def embedding_model():
+def embedding_model(partitions=None):
     ids = tf.placeholder(tf.int64, [None, 3])
     y_ = tf.placeholder(tf.float64, [None, K])
-    emb = tf.Variable(tf.random_uniform([V, D], -0.1, 0.1, seed=3, dtype=tf.float64), name="embedding")
+    if partitions:  # TF's partitioned variable: parts embedding/part_0, ... (an embedding too large for one shard)
+        emb = tf.get_variable("embedding", [V, D], tf.float64, tf.random_uniform_initializer(-0.1, 0.1, seed=3),
+                              partitioner=tf.fixed_size_partitioner(partitions))
+    else:
+        emb = tf.Variable(tf.random_uniform([V, D], -0.1, 0.1, seed=3, dtype=tf.float64), name="embedding")
     w = tf.Variable(tf.random_uniform([D, K], -1.0, 1.0, seed=4, dtype=tf.float64), name="w")
     logits = tf.matmul(tf.reduce_mean(tf.nn.embedding_lookup(emb, ids), 1), w)
     loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=y_, logits=logits))
@@ -186,7 +190,7 @@ def embedding_data(n=1200, seed=0):
 @pytest.fixture(scope="module")
 def client():
     pytest.importorskip("distributed")
-    with local_client(__name__, workers=2, ps_shards=1) as (_, c):
+    with local_client(__name__, workers=2, ps_shards=2) as (_, c):
         yield c
 
 
@@ -233,3 +237,26 @@ def test_a_run_leaves_no_files_in_shared_memory(client):
     distributed.train(softmax_model_64, (x, y), workers=2, steps=20, batch_size=20, client=client, progress=False,
                       verbose=False, timeout=30)
     assert set(glob.glob(os.path.join(transport.SHM_ROOT, "pygrad-*"))) <= before
+
+
+def partitioned_embedding_model():
+    return embedding_model(partitions=2)
+
+
+def test_a_partitioned_embedding_is_spread_over_the_shards_and_pushed_sparse(client):
+    """tf.fixed_size_partitioner(2): the parts are variables of their own, placed on the two shards
+    as replica_device_setter's greedy strategy places them, each pushed as its rows touched; the
+    weights equal those of dense pushes."""
+    specs = distributed.model_variables(partitioned_embedding_model)
+    assert [(s.name, s.shape, s.sparse) for s in specs] == [
+        ("embedding/part_0", (100, D), True), ("embedding/part_1", (100, D), True), ("w", (D, K), False)]
+    assert [[s.name for s in p] for p in distributed.partition(specs, 2)] == [["embedding/part_0", "w"],
+                                                                             ["embedding/part_1"]]
+    kw = dict(workers=2, ps_shards=2, mode="sync", steps=30, batch_size=20, shuffle=False, client=client,
+              progress=False, verbose=False, timeout=30, optimizer=lambda: tf.train.GradientDescentOptimizer(4.0))
+    sparse = distributed.train(partitioned_embedding_model, embedding_data(), **kw)
+    dense = distributed.train(partitioned_embedding_model, embedding_data(), sparse=False, **kw)
+    assert sparse.shard_versions == dense.shard_versions == [30, 30]
+    assert sparse.links == {"shared memory": 4} and sparse.bytes_pushed < 0.4 * dense.bytes_pushed
+    for name in ("embedding/part_0", "embedding/part_1", "w"):
+        np.testing.assert_allclose(sparse.weights[name], dense.weights[name], rtol=1e-12, atol=1e-14)
