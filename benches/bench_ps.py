@@ -11,7 +11,8 @@ Part 1, measured. For each number of workers in --workers (default 1,2,4), each 
 on one shard; then the same model trained in this process on the same total examples. Variants:
 default (overlapped pushes and pulls, shared memory on this host, sparse pushes), no-overlap
 (async: push and pull in the worker's loop), messages (through Dask's messages, in the loop: the
-transport before shared memory) and dense (IndexedSlices gradients pushed dense). A row: examples/s,
+transport before shared memory), dense (IndexedSlices gradients pushed dense) and bfloat16 (float32
+gradients pushed rounded to bfloat16). A row: examples/s,
 pushes/s, bytes moved per worker step, the shard's update latency (median, with its rewrite of
 shared memory), the share of the workers' loop spent waiting on the parameter server, the speed
 relative to the single process and to one worker, and the test accuracy. All processes share this
@@ -31,7 +32,8 @@ shards suffices: every shard sees every worker's pushes.
 
 Run: python benches/bench_ps.py [--data-dir DIR] [--model softmax|convnet|embedding] [--steps 300]
                                 [--batch 100] [--workers 1,2,4] [--modes async,sync]
-                                [--variants default,no-overlap,messages,dense] [--threads 1] [--chart PNG]
+                                [--variants default,no-overlap,messages,dense,bfloat16] [--threads 1]
+                                [--chart PNG]
 --chart writes examples/s against workers: the measured runs, and the model's lines for one shard
 and for the shards it says are needed (matplotlib; skipped with a message without it).
 """
@@ -55,7 +57,7 @@ def parse():
     p.add_argument("--batch", type=int, default=100)
     p.add_argument("--workers", default="1,2,4")
     p.add_argument("--modes", default="async,sync")
-    p.add_argument("--variants", default="default", help="of default, no-overlap, messages, dense")
+    p.add_argument("--variants", default="default", help="of default, no-overlap, messages, dense, bfloat16")
     p.add_argument("--threads", type=int, default=1, help="pygrad threads per worker and for the single process")
     p.add_argument("--simulate", default="8,16,32,64,128,256", help="worker counts of the simulation")
     p.add_argument("--chart", help="write a PNG chart of the measured and modelled throughput here")
@@ -139,7 +141,7 @@ def chart(path, model, measured, rows):
 
 
 VARIANTS = {"default": {}, "no-overlap": {"overlap": False}, "messages": {"transport": "messages", "overlap": False},
-            "dense": {"sparse": False}}
+            "dense": {"sparse": False}, "bfloat16": {"compression": "bfloat16"}}
 
 
 def main():

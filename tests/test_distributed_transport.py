@@ -15,7 +15,7 @@ from pygrad.distributed import transport
 from pygrad.distributed.shard import ParameterShard
 from pygrad.distributed.spec import VarSpec
 
-from ps_testing import blobs, local_client, softmax_model_64
+from ps_testing import blobs, local_client, softmax_model, softmax_model_64
 
 pytestmark = pytest.mark.skipif(not transport.LocalEndpoint.available(), reason="no /dev/shm or Unix sockets")
 
@@ -260,3 +260,34 @@ def test_a_partitioned_embedding_is_spread_over_the_shards_and_pushed_sparse(cli
     assert sparse.links == {"shared memory": 4} and sparse.bytes_pushed < 0.4 * dense.bytes_pushed
     for name in ("embedding/part_0", "embedding/part_1", "w"):
         np.testing.assert_allclose(sparse.weights[name], dense.weights[name], rtol=1e-12, atol=1e-14)
+
+
+def test_bfloat16_bits_round_to_nearest_even_as_ml_dtypes_does():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    rng = np.random.RandomState(0)
+    x = (rng.randn(100_000) * np.exp(rng.randn(100_000) * 20)).astype(np.float32)
+    x = np.concatenate([x[np.isfinite(x)], np.float32([3.4e38, -3.4e38, 1e-40, -0.0, 0.0, 1.0 + 2 ** -8])])
+    np.testing.assert_array_equal(transport.from_bfloat16_bits(transport.to_bfloat16_bits(x)),
+                                  x.astype(ml_dtypes.bfloat16).astype(np.float32))
+
+
+def test_bfloat16_compression_halves_the_pushed_bytes_and_stays_near_exact_pushes(client):
+    """Sync SGD, float32: pushes rounded to bfloat16 carry half the bytes, and the weights stay
+    within bfloat16's rounding of the exact run's (through shared memory and messages alike). A
+    non-finite gradient is refused on the worker, before it is rounded."""
+    x, y = blobs()
+    kw = dict(workers=2, mode="sync", steps=40, batch_size=20, shuffle=False, client=client, progress=False,
+              verbose=False, timeout=30, optimizer=lambda: tf.train.GradientDescentOptimizer(0.5))
+    exact = distributed.train(softmax_model, (x, y), **kw)
+    for transport_ in ("auto", "messages"):
+        rounded = distributed.train(softmax_model, (x, y), compression="bfloat16", transport=transport_, **kw)
+        assert rounded.bytes_pushed * 2 == exact.bytes_pushed and rounded.shard_versions == [40]
+        for name in ("W", "b"):
+            scale = np.abs(exact.weights[name]).max()
+            assert np.abs(rounded.weights[name] - exact.weights[name]).max() < 2e-2 * scale
+            assert not np.array_equal(rounded.weights[name], exact.weights[name])
+    x[30, 2] = np.nan
+    with pytest.raises(distributed.WorkerError, match=r"worker 0, step 1: the gradient of 'W' has \d+ non-finite"):
+        distributed.train(softmax_model, (x, y), compression="bfloat16", **dict(kw, workers=1))
+    with pytest.raises(ValueError, match="compression must be None or 'bfloat16'"):
+        distributed.train(softmax_model, (x, y), compression="float16")

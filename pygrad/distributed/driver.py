@@ -133,11 +133,13 @@ def model_variables(model_fn, where="the driver"):
 
 
 def _check_args(mode, workers, ps_shards, steps, batch_size, backup_workers, stale, fetch_every, push_every,
-                max_staleness, transport):
+                max_staleness, transport, compression):
     if mode not in ("async", "sync"):
         raise ValueError(f"mode must be 'async' or 'sync', got {mode!r}")
     if transport not in ("auto", "messages"):
         raise ValueError(f"transport must be 'auto' or 'messages', got {transport!r}")
+    if compression not in (None, "bfloat16"):
+        raise ValueError(f"compression must be None or 'bfloat16', got {compression!r}")
     if stale not in ("drop", "scale"):
         raise ValueError(f"stale must be 'drop' or 'scale', got {stale!r}")
     for name, value in [("workers", workers), ("ps_shards", ps_shards), ("steps", steps),
@@ -155,7 +157,7 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
           checkpoint_dir=None, checkpoint_steps=None, checkpoint_secs=None, scheduler=None, security=None,
           client=None, threads_per_worker=1, timeout=60.0, connect_timeout=10.0, progress=True, log_every=0.5,
           allow_lost_updates=False, insecure=False, kill_worker_at=None, kill_ps_at=None, verbose=True,
-          transport="auto", overlap=True, sparse=True):
+          transport="auto", overlap=True, sparse=True, compression=None):
     """Trains model_fn's model on a parameter server; returns a Report (printed when verbose).
 
     model_fn() builds the model in the default graph (plain TF1 code on `import pygrad as tf`) and
@@ -174,6 +176,8 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
     sparse=True pushes an IndexedSlices gradient (an embedding's) as the rows it touches, and pulls
     only the rows changed since the worker's last pull where the optimizer's sparse update changes
     only the rows it is given (SGD, momentum, Adagrad, RMSProp); False: dense, as other gradients.
+    compression="bfloat16" pushes float32 gradients rounded to bfloat16 (half the bytes; the shards
+    widen them back and apply in float32); None (the default) pushes them exactly.
     Where it runs: `client`, else
     the scheduler at `scheduler` (with `security`; without TLS only with insecure=True), else a
     local_cluster started and closed here. A shard that dies and has no checkpoint to come back
@@ -182,7 +186,7 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
     kill_worker_at / kill_ps_at: fault drills on a cluster of this machine: SIGKILL worker 0's
     process once it reports that step (shard 0's once any worker does)."""
     _check_args(mode, workers, ps_shards, steps, batch_size, backup_workers, stale, fetch_every, push_every,
-                max_staleness, transport)
+                max_staleness, transport, compression)
     if optimizer is None:
         def optimizer():
             import pygrad as tf
@@ -200,13 +204,13 @@ def train(model_fn, data, *, workers=2, ps_shards=1, mode="async", steps=100, ba
               fetch_every=fetch_every, push_every=push_every, shuffle=shuffle, seed=seed, threads=threads_per_worker,
               timeout=timeout,
               log_every=log_every, data_fn=data if callable(data) else None, transport=transport,
-              overlap=bool(overlap))
+              overlap=bool(overlap), compression=compression)
     # Each worker task gets its own token; the shards refuse a push that does not carry it.
     shard_args = dict(optimizer_fn=optimizer, tokens=[secrets.token_hex(16) for _ in range(workers)], mode=mode,
                       steps=steps, backup_workers=backup_workers,
                       max_staleness=max_staleness, stale=stale, checkpoint_dir=checkpoint_dir,
                       checkpoint_steps=checkpoint_steps, checkpoint_secs=checkpoint_secs, sync_timeout=timeout,
-                      run_id=job.run_id)
+                      run_id=job.run_id, compression=compression)
     cluster = own_client = None
     if client is None:
         if scheduler is None:

@@ -47,7 +47,7 @@ import time
 import numpy as np
 
 from pygrad import errors
-from pygrad.distributed.transport import LocalEndpoint
+from pygrad.distributed.transport import LocalEndpoint, from_bfloat16_bits
 
 # The sparse updates that change only the rows they are given (TF's Sparse* kernels; SparseApplyAdam,
 # TF1's, decays m and v and moves every row).
@@ -58,9 +58,10 @@ ROW_LOCAL_UPDATES = {"SparseApplyGradientDescent", "SparseApplyMomentum", "Spars
 class ParameterShard:
     def __init__(self, index, specs, optimizer_fn, tokens, mode="async", steps=None, backup_workers=0,
                  max_staleness=None, stale="drop", checkpoint_dir=None, checkpoint_steps=None,
-                 checkpoint_secs=None, restore=False, sync_timeout=60.0, run_id="local"):
+                 checkpoint_secs=None, restore=False, sync_timeout=60.0, run_id="local", compression=None):
         """tokens: the token of each worker (so num_workers is their number); steps: the run's steps
-        per worker (None: no bound)."""
+        per worker (None: no bound); compression="bfloat16": float32 gradients come as the bits of
+        bfloat16 (uint16), widened back before they are checked."""
         import pygrad as tf
 
         num_workers = len(tokens)
@@ -138,7 +139,7 @@ class ParameterShard:
         self._endpoint = None
         self._store_vars = dict(zip(self.names, self._vars))
         self.row_versions = {n: np.zeros(self._shapes[n][0], np.int64) for n in self.row_local}  # last change
-        self._run_id = run_id
+        self._run_id, self.compression = run_id, compression
 
     async def _threaded(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
@@ -169,7 +170,7 @@ class ParameterShard:
         with self._lock:
             if self._endpoint is None and LocalEndpoint.available():
                 self._endpoint = LocalEndpoint(f"{self._run_id}-ps{self.index}", self._specs, self.num_workers,
-                                               self._known, self._push)
+                                               self._known, self._push, self.compression)
                 self._publish()
             if self._endpoint is None:
                 return None
@@ -237,6 +238,8 @@ class ParameterShard:
     def _push(self, worker, token, step, base_version, grads):
         with self._lock:
             self.counts["pushes"] += 1
+            if self.compression and isinstance(grads, dict):
+                grads = {n: self._widened(n, g) for n, g in grads.items()}
             try:
                 self._check_push(worker, token, step, base_version, grads)
             except errors.InvalidArgumentError:
@@ -260,6 +263,16 @@ class ParameterShard:
                 status = "scaled"
             self._apply_update([grads[n] for n in self.names])
             return {"status": status, "version": self.version, "staleness": staleness}
+
+    def _widened(self, name, g):
+        """A compressed gradient (bfloat16 bits) of a float32 variable as float32; anything else as it came."""
+        if self._dtypes.get(name) != np.float32:
+            return g
+        if isinstance(g, tuple) and len(g) == 2 and isinstance(g[0], np.ndarray) and g[0].dtype == np.uint16:
+            return from_bfloat16_bits(g[0]), g[1]
+        if isinstance(g, np.ndarray) and g.dtype == np.uint16:
+            return from_bfloat16_bits(g)
+        return g
 
     def _worker_done(self, worker, token):
         with self._lock:

@@ -42,6 +42,7 @@ class Job:
     log_every: float
     data_fn: Callable | None = None
     overlap: bool = True     # async: push and pull in a thread while computing (else in the loop)
+    compression: str | None = None  # "bfloat16": float32 gradients pushed as bfloat16
     transport: str = "auto"  # "auto": shared memory with a shard on this host, else messages; "messages"
 
     @property

@@ -38,23 +38,36 @@ STATUSES = ("applied", "scaled", "stale", "late")
 _REFUSED, _TIMEOUT, _FAILED = -1, -2, -3
 
 
-def layout(specs):
+def layout(specs, compression=None):
     """({name: (offset, shape, dtype)}, bytes) of specs' arrays in one segment, after a header of
     int64 words: the sequence number, the version, and the rows pushed of each sparse spec
     (`.sparse`). A sparse spec also gets "name:indices", int64 rows (in a gradient slot: the rows
     pushed; its values' first dimension is the variable's rows, at most that many distinct rows
     are pushed at once) and "name:versions", the version that last changed each row (in the
-    weights)."""
+    weights). compression="bfloat16": float32 gradients (a slot's) are the bits of bfloat16."""
     header = 8 * (2 + len(_sparse_names(specs)))
     places, offset = {}, -(-header // _ALIGN) * _ALIGN
     for s in specs:
-        entries = [(s.name, tuple(s.shape), np.dtype(s.dtype))]
+        dtype = np.dtype(s.dtype)
+        entries = [(s.name, tuple(s.shape), np.dtype(np.uint16) if compression and dtype == np.float32 else dtype)]
         if getattr(s, "sparse", False):
             entries += [(s.name + suffix, (s.shape[0],), np.dtype(np.int64)) for suffix in (":indices", ":versions")]
         for name, shape, dtype in entries:
             places[name] = (offset, shape, dtype)
             offset += -(-int(np.prod(shape, dtype=np.int64)) * dtype.itemsize // _ALIGN) * _ALIGN
     return places, offset
+
+
+def to_bfloat16_bits(a):
+    """The bits (uint16) of float32 values rounded to bfloat16, to nearest even. The values must be
+    finite (a NaN's bits could carry into the sign)."""
+    u = np.ascontiguousarray(a, np.float32).view(np.uint32)
+    return ((u + ((u >> 16) & 1) + 0x7FFF) >> 16).astype(np.uint16)
+
+
+def from_bfloat16_bits(bits):
+    """float32 values of bfloat16 bits (exact)."""
+    return (np.ascontiguousarray(bits).astype(np.uint32) << 16).view(np.float32)
 
 
 class Shared:
@@ -105,7 +118,7 @@ class LocalEndpoint:
     a Unix socket served by one thread per connected worker, which calls push(worker, token, step,
     base, grads) -> reply dict (raising InvalidArgumentError for a refused push)."""
 
-    def __init__(self, tag, specs, num_workers, known, push):
+    def __init__(self, tag, specs, num_workers, known, push, compression=None):
         self.directory = tempfile.mkdtemp(prefix=f"pygrad-{tag}-", dir=SHM_ROOT)  # mode 0700
         # Removed by close, or when the process exits without it (a killed one's, by the driver).
         self._remove = weakref.finalize(self, shutil.rmtree, self.directory, True)
@@ -114,7 +127,8 @@ class LocalEndpoint:
         self.weights = Shared(os.path.join(self.directory, "weights"), self._sparse, size)
         self._weight_views = self.weights.arrays({n: p for n, p in self.places.items() if ":" not in n})
         self._versions = self.weights.arrays({n[:-9]: p for n, p in self.places.items() if n.endswith(":versions")})
-        self._slots = [Shared(os.path.join(self.directory, f"grads-{w}"), self._sparse, size)
+        self.slot_places, slot_size = layout(specs, compression)
+        self._slots = [Shared(os.path.join(self.directory, f"grads-{w}"), self._sparse, slot_size)
                        for w in range(num_workers)]
         self._known, self._push = known, push
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -179,11 +193,11 @@ class LocalEndpoint:
                 return
             conn.sendall(_REPLY.pack(0, 0, 0, 0))
             slot = self._slots[worker]
-            views = slot.arrays(self.places)
+            views = slot.arrays(self.slot_places)
             while True:
                 step, base = _REQUEST.unpack(_recv(conn, _REQUEST.size))
                 grads = {}
-                for n, (_, shape, _) in self.places.items():
+                for n, (_, shape, _) in self.slot_places.items():
                     if ":" in n:
                         continue
                     if n in self._sparse:
@@ -212,10 +226,11 @@ class LocalLink:
 
     local = True
 
-    def __init__(self, directory, specs, worker, token, timeout, row_local=()):
+    def __init__(self, directory, specs, worker, token, timeout, row_local=(), compression=None):
         """row_local: the sparse variables the shard changes only in the rows pushed, which an
-        install copies only where they changed."""
+        install copies only where they changed; compression: the run's (the slot's layout)."""
         self.places, _ = layout(specs)
+        self._slot_places, _ = layout(specs, compression)
         self._row_local = set(row_local)
         self._sparse = _sparse_names(specs)
         self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -232,7 +247,7 @@ class LocalLink:
         except BaseException:
             self._conn.close()
             raise
-        self._views = self._slot.arrays(self.places)
+        self._views = self._slot.arrays(self._slot_places)
         self._weight_views = self.weights.arrays({n: p for n, p in self.places.items() if ":" not in n})
         self._versions = self.weights.arrays({n[:-9]: p for n, p in self.places.items() if n.endswith(":versions")})
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from pygrad import errors
 from pygrad.distributed.spec import EVENT_TOPIC, quiet_dead_actor_calls, read_model
-from pygrad.distributed.transport import LocalLink, MessageLink
+from pygrad.distributed.transport import LocalLink, MessageLink, to_bfloat16_bits
 
 
 def _handles(job, generation=-1, timeout=60.0):
@@ -279,6 +279,19 @@ def _rows_touched(g):
     return np.ascontiguousarray(values), indices[starts]
 
 
+def _compressed(g, name, step, index):
+    """A float32 gradient (or the values of (values, indices)) as the bits of bfloat16; refused here,
+    as the shard would refuse it, when a value is not finite (its bits could round into the sign)."""
+    values = g[0] if isinstance(g, tuple) else g
+    if not np.isfinite(values).all():
+        raise errors.InvalidArgumentError(
+            None, None, f"worker {index}, step {step}: the gradient of '{name}' has "
+                        f"{values.size - np.count_nonzero(np.isfinite(values))} non-finite values (NaN or infinity) of "
+                        f"{values.size}")
+    bits = to_bfloat16_bits(values)
+    return (bits, g[1]) if isinstance(g, tuple) else bits
+
+
 class _Exchange:
     """This worker's links to the shards of one generation (`transport.py`), and the version of
     each shard's weights the replica holds (`base`)."""
@@ -307,7 +320,7 @@ class _Exchange:
             endpoint = wait(actor.local_endpoint())
             if endpoint is not None and os.path.isdir(endpoint["directory"]):
                 return LocalLink(endpoint["directory"], specs, self.index, self.token, self.job.timeout,
-                                 endpoint["row_local"])
+                                 endpoint["row_local"], self.job.compression)
         return MessageLink(actor, wait)
 
     def push(self, step, grads, base):
@@ -318,10 +331,12 @@ class _Exchange:
         for k, link in enumerate(self.links):
             part = {}
             for i in self.by_shard[k]:
-                g = grads[i]
-                part[self.job.specs[i].name] = _rows_touched(g) if self.job.specs[i].sparse else g
-                pushed += sum(a.nbytes for a in part[self.job.specs[i].name]) if self.job.specs[i].sparse \
-                    else g.nbytes
+                spec = self.job.specs[i]
+                g = _rows_touched(grads[i]) if spec.sparse else grads[i]
+                if self.job.compression and spec.dtype == "float32":
+                    g = _compressed(g, spec.name, step, self.index)
+                part[spec.name] = g
+                pushed += sum(a.nbytes for a in g) if spec.sparse else g.nbytes
             try:
                 link.start_push(self.index, self.token, step, base[k], part)
                 started.append(k)
