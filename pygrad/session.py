@@ -398,20 +398,20 @@ class BaseSession:
     def read_variable_into(self, var, out):
         """Copies var's value in this session into out, a C-contiguous array of var's dtype and
         shape (shared memory, say), without running a plan."""
-        if self.closed:
-            raise RuntimeError("Attempted to use a closed Session.")
-        if not self._store.native.initialized(self._store.id_of(var.op)):
-            raise self._uninitialized(var.op.name)
-        self._store.read_into(var, out)
+        self._stored(var).read_into(var, out)
 
     def copy_variable_rows(self, var, indices, rows, into_variable):
         """Copies rows `indices` (int64) of var in this session into `rows` (C-contiguous, [n] + var's
         row shape), or, into_variable=True, `rows` into them: an embedding's touched rows."""
+        self._stored(var).copy_rows(var, indices, rows, into_variable)
+
+    def _stored(self, var):
+        """The session store, once var is known to be initialized in this open session."""
         if self.closed:
             raise RuntimeError("Attempted to use a closed Session.")
         if not self._store.native.initialized(self._store.id_of(var.op)):
             raise self._uninitialized(var.op.name)
-        self._store.copy_rows(var, indices, rows, into_variable)
+        return self._store
 
     def _uninitialized(self, name):
         var = self._store.entry_named(name)

@@ -319,7 +319,8 @@ class _Exchange:
         if self.job.transport == "auto":
             endpoint = wait(actor.local_endpoint())
             if endpoint is not None and os.path.isdir(endpoint["directory"]):
-                return LocalLink(endpoint["directory"], specs, self.index, self.token, self.job.timeout,
+                # (A sync push waits up to the timeout on the shard, which then answers: wait longer here.)
+                return LocalLink(endpoint["directory"], specs, self.index, self.token, self.job.timeout + 10.0,
                                  endpoint["row_local"], self.job.compression)
         return MessageLink(actor, wait)
 
