@@ -21,7 +21,9 @@ below the run's steps, a base version the shard has had, and one gradient per va
 exact shape and dtype, every value finite. A push that fails a check changes nothing, not even the
 worker's step; it is counted as refused and raised to the caller (a worker's task then fails, and
 so does the run). A shard whose weights are not finite (a finite but huge update can overflow)
-raises on every later pull and push.
+raises on every later pull and push that reaches it; a pull through shared memory reads the
+weights without asking, and the non-finite gradients computed from them are refused at the next
+push.
 
 Every actor method is a coroutine that hands its work to a thread of the shard's own, so the
 worker's event loop never blocks; the work itself runs under one lock, one update at a time, and

@@ -7,6 +7,10 @@ every push in sync mode) the fresh weights come back (pull): Downpour's n_push a
 worker restarted by its nanny resumes after the last step the shards recorded from it. When a
 shard stops answering, the worker waits for the driver to publish the replacement's handle, pulls
 from it and goes on; the push in flight is lost.
+
+In async mode (with overlap) a courier thread makes the pushes and pulls while the loop computes;
+each shard is reached through a link of `transport.py` (shared memory on the shard's host, Dask's
+messages elsewhere).
 """
 import os
 import threading
@@ -132,20 +136,24 @@ def run_worker(job, index, token, data):
         def connect(generation, shards):
             """An exchange with these shards, the replica loaded with their weights."""
             while True:
+                exchange = None
                 try:
                     exchange = _Exchange(job, index, token, generation, shards, sess, variables, counters)
                     exchange.install(exchange.pull())
                     return generation, exchange
                 except Exception as e:
+                    if exchange is not None:
+                        exchange.close()
                     if not _recoverable(e):
                         raise
                     generation, shards = _reconnect(job, generation, counters)
 
-        def reconnect(e, generation):
-            """After e: the exchange with the shards the driver publishes next, if a shard was found
-            dead; else e is raised."""
+        def reconnect(e, generation, old):
+            """After e: the exchange with the shards the driver publishes next (the old one closed),
+            if a shard was found dead; else e is raised."""
             if not _recoverable(e):
                 raise e
+            old.close()
             return connect(*_reconnect(job, generation, counters))
 
         generation, exchange = connect(generation, shards)
@@ -164,7 +172,7 @@ def run_worker(job, index, token, data):
                             exchange.install(pulled)
                     except Exception as e:
                         summed, summed_steps, merged = None, 0, 0  # the push in flight is lost
-                        generation, exchange = reconnect(e, generation)
+                        generation, exchange = reconnect(e, generation, exchange)
                     counters["wait_seconds"] += time.perf_counter() - start
                 feed = dict(zip(model["inputs"], batches(step)))
                 feed.update(model["train_feed"])
@@ -208,7 +216,7 @@ def run_worker(job, index, token, data):
                         summed_steps, merged = 0, merged + 1
                 except Exception as e:
                     summed, summed_steps, merged = None, 0, 0  # the push in flight is lost
-                    generation, exchange = reconnect(e, generation)
+                    generation, exchange = reconnect(e, generation, exchange)
                 counters["wait_seconds"] += time.perf_counter() - start
                 now = time.monotonic()
                 if now - last_log >= job.log_every or last:
