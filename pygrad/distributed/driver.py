@@ -302,6 +302,20 @@ class _Run:
                 continue
             self._restart_shard(k)
 
+    def _settle_shards(self):
+        """After the workers: a shard that does not answer (killed as the run ended, before a check
+        saw it) is waited for until its worker is gone, and restarted as during the run."""
+        for k in range(len(self.shards)):
+            try:
+                self.shards[k].ping().result(timeout=5)
+                continue
+            except Exception:
+                pass
+            deadline = time.monotonic() + self.job.timeout
+            while self.addresses[k] in self._ps_workers()[1] and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self._restart_shard(k)
+
     def _restart_shard(self, k):
         _log.info("parameter-server shard %d: its worker %s is gone; restarting it", k, self.addresses[k])
         deadline = time.monotonic() + self.job.timeout
@@ -447,6 +461,7 @@ class _Run:
                 self._check_scheduler()  # blame the scheduler when it is the one gone
                 raise
         end = time.time()
+        self._settle_shards()
         results = [f.result() for f in self.futures]
         if self.bar is not None:
             self.bar.close()
