@@ -13,7 +13,10 @@ interface (`start_push` then `finish_push`, `pull`, then `install`).
   exists only on the shard's host, and elsewhere it falls back to messages.
 
 A shard's sparse variables (whose gradients are `IndexedSlices`) get a slot of their rows' values
-and indices; a push sends the rows it touched, deduplicated and summed, with their count.
+and indices; a push sends the rows it touched, deduplicated and summed, with their count, and the
+weights carry the version that last changed each row, so that an install copies only the rows
+changed since the worker's last one. With compression="bfloat16" a slot holds float32 gradients as
+the bits of bfloat16 (`to_bfloat16_bits`, `from_bfloat16_bits`).
 """
 import glob
 import mmap
