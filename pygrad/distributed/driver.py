@@ -53,6 +53,7 @@ def local_cluster(workers=2, ps_shards=1, threads_per_worker=1, dashboard_addres
     (scheduler, nannies, workers and their HTTP servers) is bound to 127.0.0.1. dashboard_address
     ":PORT" or "127.0.0.1:PORT" turns the dashboard on; None serves only the scheduler's metrics,
     on a free port."""
+    import dask
     from distributed import Nanny, Scheduler, SpecCluster
     from distributed.security import Security
 
@@ -64,11 +65,7 @@ def local_cluster(workers=2, ps_shards=1, threads_per_worker=1, dashboard_addres
             raise ValueError(f"local_cluster binds every listener to {LOOPBACK}: dashboard_address must be ':PORT' or "
                              f"'{LOOPBACK}:PORT', got {dashboard_address!r}")
         dashboard_address = f"{LOOPBACK}:{port}"
-    env = {"PYGRAD_NUM_THREADS": str(threads_per_worker), "OMP_NUM_THREADS": str(threads_per_worker),
-           # Dask's nannies set MALLOC_TRIM_THRESHOLD_, which turns off glibc's sliding mmap threshold: every
-           # array above 128 kB (a batch, a gradient) would be a fresh mapping, page-faulted in on each step.
-           # These are the values that threshold slides to in a process of its own.
-           "MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(64 << 20)}
+    env = {"PYGRAD_NUM_THREADS": str(threads_per_worker), "OMP_NUM_THREADS": str(threads_per_worker)}
     tls = {"security": security, "protocol": "tls://", "host": LOOPBACK}
 
     def spec(resource):
@@ -80,8 +77,13 @@ def local_cluster(workers=2, ps_shards=1, threads_per_worker=1, dashboard_addres
     specs.update({f"worker-{i}": spec("compute") for i in range(workers)})
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": dashboard_address or f"{LOOPBACK}:0",
                                                "dashboard": dashboard_address is not None, **tls}}
-    return SpecCluster(workers=specs, scheduler=scheduler, silence_logs=silence_logs, name="pygrad-ps",
-                       security=security)
+    # Dask's nannies set MALLOC_TRIM_THRESHOLD_ before they spawn a worker, which turns off glibc's
+    # sliding mmap threshold there: every array above 128 kB (a batch, a gradient) is then a fresh
+    # mapping, page-faulted in at each step. Unset, each
+    # process keeps glibc's default.
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+        return SpecCluster(workers=specs, scheduler=scheduler, silence_logs=silence_logs, name="pygrad-ps",
+                           security=security)
 
 
 def connect(scheduler, security=None, timeout=10.0, insecure=False):
