@@ -216,7 +216,7 @@ def test_sparse_and_dense_pushes_train_the_same_weights_and_sparse_moves_less(cl
     assert runs[True, "auto"].final_loss < np.log(K) - 0.1  # it learns (from about log(K))
 
 
-def test_overlapped_async_pushes_sum_every_step_once(client):
+def test_overlapped_async_pushes_merge_while_the_courier_is_busy(client):
     """Async with the courier: every step's gradient reaches the shard once (a push due while the
     last is under way waits and goes with the next, as their mean), so with push_every=1 the
     pushes number at most the steps; the weights come from the shard, the loss falls, and the
