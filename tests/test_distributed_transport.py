@@ -17,7 +17,9 @@ from pygrad.distributed.spec import VarSpec
 
 from ps_testing import blobs, local_client, softmax_model, softmax_model_64
 
-pytestmark = pytest.mark.skipif(not transport.LocalEndpoint.available(), reason="no /dev/shm or Unix sockets")
+# The local link needs /dev/shm and Unix sockets (Linux has both); without them runs go through messages,
+# which the tests with transport="messages" check on every machine.
+needs_local_link = pytest.mark.skipif(not transport.LocalEndpoint.available(), reason="no /dev/shm or Unix sockets")
 
 TOKENS = ["t0", "t1"]
 ROWS, WIDTH = 6, 3
@@ -55,6 +57,7 @@ def _link(shard, specs, worker=0, token=None):
                                endpoint["row_local"]), endpoint
 
 
+@needs_local_link
 def test_a_sparse_push_over_the_local_link_applies_the_rows_and_installs_only_those_changed():
     """SGD on an embedding: the rows pushed (one repeated, summed first) move by lr times their
     gradient, the other rows not; an install after it copies only those rows, and the weights equal
@@ -90,6 +93,7 @@ def test_a_sparse_push_over_the_local_link_applies_the_rows_and_installs_only_th
     assert not os.path.exists(endpoint["directory"])
 
 
+@needs_local_link
 def test_an_update_that_moves_every_row_is_installed_whole():
     """Adam's sparse rule (TF1's) decays m and v everywhere, so a row with momentum moves in a step
     that has no gradient for it: the shard says its updates are not row-local, and an install
@@ -119,6 +123,7 @@ def test_an_update_that_moves_every_row_is_installed_whole():
         asyncio.run(shard.close())
 
 
+@needs_local_link
 def test_the_local_link_refuses_what_messages_refuse():
     shard, specs = _shard(lambda: tf.train.GradientDescentOptimizer(0.5))
     link_to_close = None
@@ -194,6 +199,7 @@ def client():
         yield c
 
 
+@needs_local_link
 def test_sparse_and_dense_pushes_train_the_same_weights_and_sparse_moves_less(client):
     """Sync SGD, float64, two workers: pushing the rows touched (and pulling those changed) gives
     the weights of dense pushes, through shared memory and through messages, with a fraction of
@@ -216,6 +222,7 @@ def test_sparse_and_dense_pushes_train_the_same_weights_and_sparse_moves_less(cl
     assert runs[True, "auto"].final_loss < np.log(K) - 0.1  # it learns (from about log(K))
 
 
+@needs_local_link
 def test_overlapped_async_pushes_merge_while_the_courier_is_busy(client):
     """Async with the courier: every step's gradient reaches the shard once (a push due while the
     last is under way waits and goes with the next, as their mean), so with push_every=1 the
@@ -231,6 +238,7 @@ def test_overlapped_async_pushes_merge_while_the_courier_is_busy(client):
     assert 0.0 <= report.wait_share < 1.0 and "waiting on the parameter server" in str(report)
 
 
+@needs_local_link
 def test_a_run_leaves_no_files_in_shared_memory(client):
     before = set(glob.glob(os.path.join(transport.SHM_ROOT, "pygrad-*")))
     x, y = blobs(dtype=np.float64)
@@ -243,6 +251,7 @@ def partitioned_embedding_model():
     return embedding_model(partitions=2)
 
 
+@needs_local_link
 def test_a_partitioned_embedding_is_spread_over_the_shards_and_pushed_sparse(client):
     """tf.fixed_size_partitioner(2): the parts are variables of their own, placed on the two shards
     as replica_device_setter's greedy strategy places them, each pushed as its rows touched; the

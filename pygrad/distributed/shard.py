@@ -49,7 +49,7 @@ import time
 import numpy as np
 
 from pygrad import errors
-from pygrad.distributed.transport import LocalEndpoint, from_bfloat16_bits
+from pygrad.distributed.transport import LocalEndpoint, from_bfloat16_bits, nbytes, non_finite, scaled
 
 # The sparse updates that change only the rows they are given (TF's Sparse* kernels; SparseApplyAdam,
 # TF1's, decays m and v and moves every row).
@@ -206,7 +206,7 @@ class ParameterShard:
                     if n in self.row_local:
                         changed = np.flatnonzero(self.row_versions[n] > since)
                         values[i] = (np.ascontiguousarray(values[i][changed]), changed)
-            self.bytes_out += sum(_nbytes(v) for v in values)
+            self.bytes_out += sum(nbytes(v) for v in values)
             return self.version, dict(zip(self.names, values))
 
     async def progress(self, worker):
@@ -248,7 +248,7 @@ class ParameterShard:
                 self.counts["refused"] += 1
                 raise
             grads = {n: _aligned(g) for n, g in grads.items()}
-            self.bytes_in += sum(_nbytes(g) for g in grads.values())
+            self.bytes_in += sum(nbytes(g) for g in grads.values())
             self._last_step[worker] = step
             staleness = self.version - base_version
             if self.mode == "sync":
@@ -260,7 +260,7 @@ class ParameterShard:
                     self.counts["dropped_stale"] += 1
                     return {"status": "stale", "version": self.version, "staleness": staleness}
                 scale = (self.max_staleness + 1.0) / (staleness + 1.0)
-                grads = {n: _scaled(g, scale) for n, g in grads.items()}
+                grads = {n: scaled(g, scale) for n, g in grads.items()}
                 self.counts["scaled"] += 1
                 status = "scaled"
             self._apply_update([grads[n] for n in self.names])
@@ -328,9 +328,9 @@ class ParameterShard:
             elif not isinstance(g, np.ndarray) or g.dtype != dtype or g.shape != shape:
                 got = f"{g.dtype} {g.shape}" if isinstance(g, np.ndarray) else type(g).__name__
                 refuse(f"the gradient of '{n}' must be a {dtype} array of shape {shape}, got {got}")
-            if g.dtype.kind in "fc" and not np.isfinite(g).all():
-                refuse(f"the gradient of '{n}' has {g.size - np.count_nonzero(np.isfinite(g))} non-finite values "
-                       f"(NaN or infinity) of {g.size}")
+            bad = non_finite(n, g)
+            if bad:
+                refuse(bad)
 
     def _check_not_broken(self):
         if self.broken:
@@ -412,16 +412,6 @@ def _aligned(g):
     if isinstance(g, tuple):
         return tuple(np.require(a, requirements="CA") for a in g)
     return np.require(g, requirements="CA")
-
-
-def _nbytes(g):
-    return sum(a.nbytes for a in g) if isinstance(g, tuple) else g.nbytes
-
-
-def _scaled(g, scale):
-    if isinstance(g, tuple):
-        return g[0] * np.asarray(scale, g[0].dtype), g[1]
-    return g * np.asarray(scale, g.dtype)
 
 
 def _padded(values, indices, rows):

@@ -61,6 +61,26 @@ def layout(specs, compression=None):
     return places, offset
 
 
+def nbytes(g):
+    """The bytes of a gradient as it travels: an array, or a sparse one's (values, indices)."""
+    return sum(a.nbytes for a in g) if isinstance(g, tuple) else g.nbytes
+
+
+def scaled(g, factor):
+    """A gradient (an array, or (values, indices)) times factor, in its own dtype."""
+    if isinstance(g, tuple):
+        return g[0] * np.asarray(factor, g[0].dtype), g[1]
+    return g * np.asarray(factor, g.dtype)
+
+
+def non_finite(name, values):
+    """Why the gradient of `name` cannot be pushed (its NaN and infinite values), or None."""
+    if values.dtype.kind not in "fc" or np.isfinite(values).all():
+        return None
+    return (f"the gradient of '{name}' has {values.size - np.count_nonzero(np.isfinite(values))} non-finite values "
+            f"(NaN or infinity) of {values.size}")
+
+
 def to_bfloat16_bits(a):
     """The bits (uint16) of float32 values rounded to bfloat16, to nearest even. The values must be
     finite (a NaN's bits could carry into the sign)."""

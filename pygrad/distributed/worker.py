@@ -20,7 +20,7 @@ import numpy as np
 
 from pygrad import errors
 from pygrad.distributed.spec import EVENT_TOPIC, quiet_dead_actor_calls, read_model
-from pygrad.distributed.transport import LocalLink, MessageLink, to_bfloat16_bits
+from pygrad.distributed.transport import LocalLink, MessageLink, nbytes, non_finite, scaled, to_bfloat16_bits
 
 
 def _handles(job, generation=-1, timeout=60.0):
@@ -184,10 +184,11 @@ def run_worker(job, index, token, data):
                 loss_sum += float(out["loss"])
                 acc_sum += float(out.get("accuracy", np.nan))
                 logged += 1
+                step_grads = [(g.values, g.indices) if s.sparse else g for g, s in zip(out["grads"], job.specs)]
                 if summed is None:
-                    summed, summed_base = out["grads"], list(exchange.base)
+                    summed, summed_base = step_grads, list(exchange.base)
                 else:
-                    summed = [_sum(u, g) for u, g in zip(summed, out["grads"])]
+                    summed = [_sum(u, g) for u, g in zip(summed, step_grads)]
                 summed_steps += 1
                 last = step == job.steps - 1
                 due = summed_steps >= job.push_every or last
@@ -204,7 +205,7 @@ def run_worker(job, index, token, data):
                         courier.wait()  # (only at the last step: it was idle otherwise)
                         courier.raise_error()  # (what its last exchange raised, before handing it more)
                         if merged:  # the mean of the pushes that waited for the courier
-                            summed = [_scaled(g, 1.0 / (merged + 1)) for g in summed]
+                            summed = [scaled(g, 1.0 / (merged + 1)) for g in summed]
                         courier.hand(exchange, step, summed, summed_base, pull)
                         summed, summed_steps, merged, last_pull = None, 0, 0, step if pull else last_pull
                         if last:
@@ -257,31 +258,20 @@ def gradient_tensors(loss, variables, specs):
 
 
 def _sum(a, b):
-    """The sum of two steps' gradients of one variable: arrays, or (IndexedSlicesValue) rows joined."""
-    if hasattr(a, "indices"):
-        return _Rows(np.concatenate([a.values, b.values]), np.concatenate([a.indices, b.indices]))
+    """The sum of two steps' gradients of one variable: arrays, or (values, indices) rows joined."""
+    if isinstance(a, tuple):
+        return np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]])
     return a + b
 
 
-def _scaled(g, factor):
-    if hasattr(g, "indices"):
-        return _Rows(g.values * np.asarray(factor, g.values.dtype), g.indices)
-    return g * np.asarray(factor, g.dtype)
-
-
-class _Rows:
-    def __init__(self, values, indices):
-        self.values, self.indices = values, indices
-
-
 def _rows_touched(g):
-    """(values, indices) of an IndexedSlices value with each row once, repeated rows summed (in
-    the order they came), sorted by row."""
-    indices = np.asarray(g.indices, np.int64)
+    """(values, indices) of a sparse gradient's (values, indices) with each row once, repeated rows
+    summed (in the order they came), sorted by row."""
+    indices = np.asarray(g[1], np.int64)
     order = np.argsort(indices, kind="stable")
     indices = indices[order]
     starts = np.flatnonzero(np.concatenate([[True], indices[1:] != indices[:-1]])) if len(indices) else order
-    values = np.asarray(g.values)[order]
+    values = np.asarray(g[0])[order]
     if len(starts) < len(indices):
         values = np.add.reduceat(values, starts, axis=0)
     return np.ascontiguousarray(values), indices[starts]
@@ -291,11 +281,9 @@ def _compressed(g, name, step, index):
     """A float32 gradient (or the values of (values, indices)) as the bits of bfloat16; refused here,
     as the shard would refuse it, when a value is not finite (its bits could round into the sign)."""
     values = g[0] if isinstance(g, tuple) else g
-    if not np.isfinite(values).all():
-        raise errors.InvalidArgumentError(
-            None, None, f"worker {index}, step {step}: the gradient of '{name}' has "
-                        f"{values.size - np.count_nonzero(np.isfinite(values))} non-finite values (NaN or infinity) of "
-                        f"{values.size}")
+    bad = non_finite(name, values)
+    if bad:
+        raise errors.InvalidArgumentError(None, None, f"worker {index}, step {step}: {bad}")
     bits = to_bfloat16_bits(values)
     return (bits, g[1]) if isinstance(g, tuple) else bits
 
@@ -345,7 +333,7 @@ class _Exchange:
                 if self.job.compression and spec.dtype == "float32":
                     g = _compressed(g, spec.name, step, self.index)
                 part[spec.name] = g
-                pushed += sum(a.nbytes for a in g) if spec.sparse else g.nbytes
+                pushed += nbytes(g)
             try:
                 link.start_push(self.index, self.token, step, base[k], part)
                 started.append(k)
