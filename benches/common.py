@@ -5,8 +5,8 @@
   then pygrad gets pygrad.set_num_threads, TensorFlow a ConfigProto with intra/inter-op
   parallelism, PyTorch torch.set_num_threads / set_num_interop_threads, and JAX's CPU thread pool
   is limited to --threads CPUs by affinity (XLA has no thread-count setting; see
-  ``load_libraries``). pygrad sets OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=16 unless
-  they are set; PyTorch shares that OpenMP runtime;
+  ``load_libraries``). pygrad sets OMP_WAIT_POLICY=PASSIVE, GOMP_SPINCOUNT=5000 and
+  OPENBLAS_THREAD_TIMEOUT=16 unless they are set; PyTorch shares that OpenMP runtime;
 - MNIST: the 55000 training examples and a fixed, seeded order of batches;
 - timing: ``time_steps`` times one callable per step after warm-up; ``Results`` keeps the
   per-repeat median/p10/p90 and prints the table with the ratio peer time / pygrad time;

@@ -4,17 +4,22 @@ import os as _os
 
 # The native runtimes' environment defaults (why each: _native_library_defaults). The native
 # benchmark runner sets the same (benches/native/bench_kernels.cc; tests/test_native.py checks).
-_ENV_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_THREAD_TIMEOUT": "16"}
+_ENV_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "5000", "OPENBLAS_THREAD_TIMEOUT": "16"}
 _AMD_AVX512_ENV_DEFAULTS = {"OPENBLAS_CORETYPE": "SkylakeX"}
 
 
 def _native_library_defaults():
     """Defaults for the OpenMP runtime and the BLAS, read when they load; the environment overrides.
 
-    pygrad's own loops run on its thread pool and call the BLAS on one thread, so the first two
-    matter only to OpenMP or OpenBLAS threads that other code in the process starts; they keep
-    those from spinning on cores pygrad's threads need:
-    - OMP_WAIT_POLICY=PASSIVE: OpenMP threads that finish a loop sleep rather than spin.
+    pygrad's own loops run on its thread pool and call the BLAS on one thread; OpenMP threads run
+    only oneDNN's convolutions of a single image (kernels/conv_onednn.cc) and what other code in the
+    process starts. These keep such threads from spinning long on cores pygrad's threads need:
+    - OMP_WAIT_POLICY=PASSIVE: OpenMP threads that finish a loop sleep rather than spin for
+      milliseconds (libgomp's default), or for good (ACTIVE);
+    - GOMP_SPINCOUNT=5000: but first spin about 50 microseconds (libgomp counts some 100,000 spins
+      a millisecond), as pygrad's own helpers do, for the next convolution of the same run: waking a
+      sleeping thread for each of a model's convolutions made MobileNet v1's two-thread batch-1
+      inference 1.5x slower (bench_inference.py).
     - OPENBLAS_THREAD_TIMEOUT=16: OpenBLAS's threads spin for 2^16 cycles (tens of microseconds)
       after a call before they sleep, not its default 2^28 (about a tenth of a second).
     - OPENBLAS_CORETYPE=SkylakeX on AMD CPUs with AVX-512 (Zen 4 on): OpenBLAS's dispatch gives them

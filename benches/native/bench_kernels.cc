@@ -81,7 +81,7 @@ using pg::Shape;
 //
 // The same defaults pygrad/__init__.py sets (_ENV_DEFAULTS, _AMD_AVX512_ENV_DEFAULTS; why each: its
 // _native_library_defaults), each only when unset; tests/test_native.py checks that the two lists
-// agree: OMP_WAIT_POLICY=PASSIVE, OPENBLAS_THREAD_TIMEOUT=16, and OPENBLAS_CORETYPE=SkylakeX on
+// agree: OMP_WAIT_POLICY=PASSIVE, GOMP_SPINCOUNT=5000, OPENBLAS_THREAD_TIMEOUT=16, and OPENBLAS_CORETYPE=SkylakeX on
 // AMD CPUs with AVX-512.
 // libgomp and OpenBLAS read these variables in their load-time constructors, which run before main():
 // a setenv in main is not seen by them in this process. Python sets them before it loads the
@@ -117,6 +117,7 @@ bool set_native_library_defaults() {
     if (!std::getenv(name) && setenv(name, value, 0) == 0) changed = true;
   };
   set_default("OMP_WAIT_POLICY", "PASSIVE");
+  set_default("GOMP_SPINCOUNT", "5000");
   set_default("OPENBLAS_THREAD_TIMEOUT", "16");
   if (amd_with_avx512()) set_default("OPENBLAS_CORETYPE", "SkylakeX");
   return changed;
