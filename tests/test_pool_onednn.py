@@ -68,7 +68,8 @@ def _cases():
              (2, 9, 8, 19, 3, 2, 2, 3, "VALID"),    # rectangular window, unequal strides, odd channels
              (1, 2, 3, 2, 4, 4, 1, 1, "SAME"),      # window larger than the input
              (5, 6, 6, 2, 3, 3, 2, 2, "SAME"),      # uneven padding
-             (1, 1, 1, 1, 1, 1, 1, 1, "VALID")]
+             (1, 1, 1, 1, 1, 1, 1, 1, "VALID"),
+             (1, 17, 17, 48, 3, 3, 1, 1, "SAME")]   # one image: its forward on every thread
     while len(cases) < 30:
         n, h, w, c = (int(v) for v in rng.integers(1, [8, 13, 13, 20]))
         kh, kw, sh, sw = (int(v) for v in rng.integers(1, [5, 5, 4, 4]))
@@ -144,6 +145,12 @@ def test_nan_and_minus_inf_windows_keep_the_direct_rule(special, threads):
 def test_bitwise_repeatable_per_thread_count():
     """An odd batch over 2 threads (two run sizes), overlapping windows."""
     pool = Pool(np.random.default_rng(31), 9, 14, 14, 16, 3, 3, 2, 2, "SAME")
+    check_bitwise_repeatable_per_thread_count(pool, KERNELS)
+
+
+def test_one_image_bitwise_repeatable_per_thread_count():
+    """One image, whose forward runs as one primitive on the OpenMP threads of the thread count."""
+    pool = Pool(np.random.default_rng(33), 1, 17, 17, 48, 3, 3, 1, 1, "SAME")
     check_bitwise_repeatable_per_thread_count(pool, KERNELS)
 
 

@@ -8,7 +8,9 @@
 // boundaries n * k / chunks. A primitive is created per run size when the plan is built for the
 // thread count then set, and later (once, under a lock) for a thread count set after that. Each
 // output element is computed by one thread from the shapes alone, so for a given thread count the
-// results repeat bitwise.
+// results repeat bitwise. A single image's forward (batch-1 inference) runs as one primitive on t
+// OpenMP threads instead, as the convolutions' does: Inception v3's 3x3 average pools at batch 1
+// took as long on two threads as on one.
 //
 // The max rule. pygrad's (pool.cc) is "the first maximum in the window's row-major scan order wins,
 // and a NaN, once met, wins and stays". oneDNN's starts from the lowest float and takes a value
@@ -82,6 +84,7 @@ struct Primitive {
   dnnl::primitive prim;
   memory::desc scratch;
   int64_t batch;
+  int threads;              // the OpenMP threads it runs on
   dnnl::primitive forward;  // max backward only
   memory::desc forward_scratch, workspace;
 };
@@ -93,12 +96,21 @@ class PoolPrimitives {
 
   // The primitives for `batch` images; nullptr when only the reference implementation serves them.
   const Primitive* get(int64_t batch) {
-    return cache_.get(batch, [this](int64_t b) { return create(b); });
+    return cache_.get(batch, [this](int64_t b) { return create(b, 1); });
+  }
+
+  // The forward's primitive of one image on the current thread count's OpenMP threads, if that is
+  // how this pass runs now (nullptr: it runs as get's runs).
+  const Primitive* whole() {
+    const int threads = get_num_threads();
+    if (threads < 2 || g_.n != 1 || (pass_ != PoolPass::max_forward && pass_ != PoolPass::avg_forward)) return nullptr;
+    return whole_.get(threads, [this](int64_t t) { return create(g_.n, int(t)); });
   }
 
   // The primitives of every run size of the current thread count's split (false if one is not served).
   bool prepare() {
-    return cache_.prepare(g_.n, [this](int64_t b) { return create(b); });
+    whole();
+    return cache_.prepare(g_.n, [this](int64_t b) { return create(b, 1); });
   }
 
   // Runs the pass on image run [n0, n0 + p.batch). in: the pass's inputs (x; x, y, dy; x; dy).
@@ -108,7 +120,7 @@ class PoolPrimitives {
     auto src = [](const float* q) { return const_cast<float*>(q); };
     PoolGeom run_geom = g;  // the run's images alone, for the direct kernels
     run_geom.n = p.batch;
-    OneOpenMPThread one;
+    OpenMPThreads omp(p.threads);
     dnnl::engine& eng = onednn_engine();
     dnnl::stream stream(eng);
     switch (pass_) {
@@ -170,9 +182,9 @@ class PoolPrimitives {
     args.emplace(DNNL_ARG_SCRATCHPAD, memory(desc, eng, aligned_scratch<DnnlScratch>(bytes)));
   }
 
-  std::unique_ptr<Primitive> create(int64_t batch) const {
+  std::unique_ptr<Primitive> create(int64_t batch, int threads) const {
     const PoolGeom& g = g_;
-    OneOpenMPThread one;  // implementations are chosen for the thread count they will run on
+    OpenMPThreads omp(threads);  // implementations are chosen for the thread count they will run on
     dnnl::engine& eng = onednn_engine();
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -186,13 +198,13 @@ class PoolPrimitives {
           x_desc(batch), y_desc(batch), strides, kernel, dilation, pad_l, pad_r, attr);
       if (!backward) {
         if (is_reference(fwd.impl_info_str())) return nullptr;
-        return std::make_unique<Primitive>(Primitive{dnnl::pooling_forward(fwd), fwd.scratchpad_desc(), batch, {}, {}, {}});
+        return std::make_unique<Primitive>(Primitive{dnnl::pooling_forward(fwd), fwd.scratchpad_desc(), batch, threads, {}, {}, {}});
       }
       dnnl::pooling_backward::primitive_desc bwd(eng, alg, x_desc(batch), y_desc(batch), strides, kernel, dilation,
                                                  pad_l, pad_r, fwd, attr);
       if (is_reference(bwd.impl_info_str()) || (pass_ == PoolPass::max_backward && is_reference(fwd.impl_info_str())))
         return nullptr;
-      auto p = std::make_unique<Primitive>(Primitive{dnnl::pooling_backward(bwd), bwd.scratchpad_desc(), batch, {}, {}, {}});
+      auto p = std::make_unique<Primitive>(Primitive{dnnl::pooling_backward(bwd), bwd.scratchpad_desc(), batch, threads, {}, {}, {}});
       if (pass_ == PoolPass::max_backward) {
         p->forward = dnnl::pooling_forward(fwd);
         p->forward_scratch = fwd.scratchpad_desc();
@@ -207,6 +219,7 @@ class PoolPrimitives {
   PoolPass pass_;
   PoolGeom g_;
   RunSizeCache<Primitive> cache_;
+  RunSizeCache<Primitive> whole_;  // by thread count
 };
 
 }  // namespace
@@ -222,6 +235,7 @@ Step onednn_pool_step(PoolPass pass, const PoolGeom& g, const std::vector<Operan
     const float* ins[3] = {};
     for (size_t i = 0; i < buffers.size(); ++i) ins[i] = static_cast<const float*>(f.ptr[buffers[i]]);
     float* po = static_cast<float*>(f.ptr[out.buffer]);
+    if (const Primitive* whole = prims->whole()) return prims->run(*whole, 0, ins, po);
     const int64_t chunks = batch_chunks(g.n);
     // The run sizes' primitives, looked up (or created, for a thread count set since the build) here.
     const Primitive* small = prims->get(g.n / chunks);
