@@ -110,6 +110,18 @@ def test_default_is_onednn_for_float32(kernel, channels):
     np.testing.assert_array_equal(auto64, im2col64)
 
 
+@pytest.mark.parametrize("batch", [1, 32])
+def test_default_is_one_product_for_a_classifier_over_a_pooled_image(batch):
+    """A 1x1 convolution over 1x1 images (a classifier's logits) is one matrix product: impl="auto"
+    gives im2col's bits, which agree with oneDNN's convolution to rounding."""
+    conv = Conv(np.random.default_rng(4), batch, 1, 1, 256, 100, 1, 1, 1, 1, "VALID")
+    ins, out_shape = conv.operands("conv2d_fwd")
+    auto = np.empty(out_shape, np.float32)
+    _C.call("conv2d_fwd", ins, [auto], conv.attrs)
+    np.testing.assert_array_equal(auto, conv.call("conv2d_fwd", "im2col"))
+    conv.check("conv2d_fwd", conv.call("conv2d_fwd", "onednn"))
+
+
 def test_bitwise_repeatable_per_thread_count():
     """An odd batch over 2 threads (two run sizes; the filter gradient adds a partial sum)."""
     conv = Conv(np.random.default_rng(11), 9, 14, 14, 16, 32, 5, 5, 1, 1, "SAME")

@@ -473,6 +473,11 @@ std::vector<Case> all_cases() {
       add(conv2d(kernel, "conv1", {50, 28, 28, 1}, {5, 5, 1, 32}, impl));
       add(conv2d(kernel, "conv2", {50, 14, 14, 32}, {5, 5, 32, 64}, impl));
     }
+  // A classifier's 1x1 convolution over a pooled image (TF-Slim ResNet-50's logits), batch 32 and 1.
+  for (const char* impl : {"im2col", "onednn"}) {
+    add(conv2d("conv2d_fwd", "logits_b32", {32, 1, 1, 2048}, {1, 1, 2048, 1000}, impl));
+    add(conv2d("conv2d_fwd", "logits_b1", {1, 1, 1, 2048}, {1, 1, 2048, 1000}, impl));
+  }
   // A MobileNet depthwise layer (batch 32, 56x56x64, 3x3, multiplier 1), and one with multiplier 2;
   // each by the direct loops and by oneDNN's.
   for (const char* kernel : {"depthwise_conv2d_fwd", "depthwise_conv2d_bwd_input", "depthwise_conv2d_bwd_filter"})
@@ -486,6 +491,13 @@ std::vector<Case> all_cases() {
       add(pool(kernel, "pool1", {50, 28, 28, 32}, 2, 2, impl));
       add(pool(kernel, "pool2", {50, 14, 14, 64}, 2, 2, impl));
     }
+  // Imported models' forward pools at batch 1 (bench_inference.py): ResNet-50's first max pool and a
+  // shortcut's 1x1 subsample, Inception v3's 3x3 average pool of a 17x17 block.
+  for (const char* impl : {"direct", "onednn"}) {
+    add(pool("max_pool_fwd", "resnet_pool1", {1, 112, 112, 64}, 3, 2, impl));
+    add(pool("max_pool_fwd", "resnet_subsample", {1, 56, 56, 256}, 1, 2, impl));
+    add(pool("avg_pool_fwd", "inception_17x17", {1, 17, 17, 768}, 3, 1, impl));
+  }
 
   for (Case& c : optimizers(int64_t{1} << 20)) add(std::move(c));
 

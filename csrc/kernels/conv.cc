@@ -270,13 +270,19 @@ template <class Run> Step widened(const Operand& a, const Operand& b, Run run) {
 // The implementation (kernels/impl.h): "im2col" runs the kernels above, "onednn" oneDNN's
 // (conv_onednn.cc), "auto" oneDNN for float32 where it serves the call, except the input gradient of
 // a convolution with fewer than kOneDnnMinInputChannels input channels, where oneDNN's kernel (a
-// forward convolution over the transposed filter) is slower than im2col.
+// forward convolution over the transposed filter) is slower than im2col; and a float32 forward pass
+// with one output position per image whose patch matrix is the input (a classifier's 1x1
+// convolution over a pooled image, as in TF-Slim's ResNet, Inception and MobileNet), which im2col
+// runs as one matrix product: oneDNN's convolution kernel for it is several times slower
+// (bench_kernels' conv2d_fwd/logits cases).
 Step pick_impl(const KernelCall& c, ConvPass pass, const ConvGeom& g, Step im2col_step, ConvEpilogue epilogue = {}) {
   constexpr int64_t kOneDnnMinInputChannels = 8;
+  const bool one_product = pass == ConvPass::forward && c.in[0].dtype == DType::f32 && g.patches_are_input() &&
+                           g.positions() == 1;
   return choose_impl(
       c, "im2col", im2col_step,
       [&] { return onednn_conv2d_step(pass, g, c.in[0], c.in[1], c.out[0], im2col_step, epilogue); },
-      pass == ConvPass::backward_input && g.c < kOneDnnMinInputChannels);
+      (pass == ConvPass::backward_input && g.c < kOneDnnMinInputChannels) || one_product);
 }
 
 }  // namespace

@@ -202,10 +202,10 @@ void expect_same_shape(const char* op, const char* what, const Shape& got, const
 
 // The implementation (kernels/impl.h): "direct" runs the kernels above, "onednn" oneDNN's
 // (pool_onednn.cc), "auto" oneDNN for float32 where it serves the call, but the direct kernel for a
-// strided max forward. That one needs no check for NaN after it, and splits even one image over
-// the threads: measured 1.3-2.1x oneDNN's on one thread and 2-12x on two (ResNet-50's 3x3 and
-// 1x1 pools, Deep MNIST's 2x2, Inception's 3x3 at batch 1 and 8). oneDNN's stays the faster for
-// overlapping windows with stride 1 (a 3x3 on 17x17x768: 94 against 122 µs on one thread).
+// strided max forward: it needs no check for NaN after it, and splits even one image over the
+// threads by rows, so it is the faster there (bench_kernels' max_pool_fwd cases: ResNet-50's first
+// pool and its shortcuts' 1x1 subsample, Deep MNIST's pools). oneDNN's stays the faster for
+// overlapping windows with stride 1, and for the average (avg_pool_fwd/inception_17x17).
 Step pick_impl(const KernelCall& c, PoolPass pass, const PoolGeom& g, Step direct_step) {
   const bool direct_faster = pass == PoolPass::max_forward && (g.sh > 1 || g.sw > 1);
   return choose_impl(
