@@ -20,7 +20,7 @@
 // or a filter covering the whole input with one output position), there is no im2col and no
 // scratch: one gemm over the whole batch.
 //
-// Aliasing: no output may share memory with an input.
+// Aliasing: no output may share memory with an input, but the forward's residual (kernels/conv.h).
 
 #include <algorithm>
 #include <string>
@@ -308,6 +308,7 @@ ConvEpilogue conv_epilogue_of(const KernelCall& c, int64_t channels) {
     *buffer = v.buffer;
   }
   PG_CHECK(next == c.in.size(), op, "expects %zu inputs for its epilogue, got %zu", next, c.in.size());
+  e.residual_in_place = e.residual_buffer >= 0 && e.residual_buffer == c.out[0].buffer;
   return e;
 }
 
@@ -333,14 +334,23 @@ void epilogue_row(T* row, int64_t o, const T* bias, const T* scale, const T* shi
 
 }  // namespace
 
-void apply_conv_epilogue(Frame& f, const Operand& y, const ConvEpilogue& e) {
+const void* save_residual(Frame& f, const Operand& y, const ConvEpilogue& e) {
+  if (!e.residual_in_place) return nullptr;
+  struct SavedResidual;  // apart from the convolution's own scratch
+  const int64_t bytes = y.shape.numel() * int64_t(dtype_size(y.dtype));
+  auto* copy = thread_scratch<unsigned char, SavedResidual>(bytes);
+  std::copy_n(static_cast<const unsigned char*>(f.ptr[y.buffer]), bytes, copy);
+  return copy;
+}
+
+void apply_conv_epilogue(Frame& f, const Operand& y, const ConvEpilogue& e, const void* saved) {
   if (!e.any()) return;
   dispatch_float(y.dtype, "conv epilogue", [&](auto t) {
     using T = decltype(t);
     const View<T> v = view<T>(f, y);
     auto vec = [&](int buffer) { return buffer >= 0 ? static_cast<const T*>(f.ptr[buffer]) : nullptr; };
     const T *bias = vec(e.bias_buffer), *scale = vec(e.scale_buffer), *shift = vec(e.shift_buffer),
-            *residual = vec(e.residual_buffer);
+            *residual = saved ? static_cast<const T*>(saved) : vec(e.residual_buffer);
     const int64_t o = v.shape[v.shape.ndim - 1], rows = v.size() / std::max<int64_t>(o, 1);
     parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(o, 1)), [&](int64_t lo, int64_t hi) {
       for (int64_t r = lo; r < hi; ++r)
@@ -360,14 +370,16 @@ Step build_conv2d_fwd(const KernelCall& c) {
   const ConvEpilogue epilogue = conv_epilogue_of(c, g.o);
   if (x.dtype == DType::bf16)
     return pick_impl(c, ConvPass::forward, g, widened(x, w, [=](Frame& f, ConstView<float> xv, ConstView<float> wv) {
+      const void* saved = save_residual(f, y, epilogue);
       conv2d_fwd<float>(xv, wv, view<float>(f, y), g);
-      apply_conv_epilogue(f, y, epilogue);
+      apply_conv_epilogue(f, y, epilogue, saved);
     }), epilogue);
   return pick_impl(c, ConvPass::forward, g, dispatch_float(x.dtype, op, [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) {
+      const void* saved = save_residual(f, y, epilogue);
       conv2d_fwd<T>(cview<T>(f, x), cview<T>(f, w), view<T>(f, y), g);
-      apply_conv_epilogue(f, y, epilogue);
+      apply_conv_epilogue(f, y, epilogue, saved);
     };
   }), epilogue);
 }

@@ -52,6 +52,9 @@ struct ConvEpilogue {
   int scale_buffer = -1;
   int shift_buffer = -1;
   int residual_buffer = -1;
+  // The plan writes y over the residual (pygrad/fusion.py, where nothing else reads it): y holds
+  // the residual when the step starts, and oneDNN adds it in place (its sum post-op).
+  bool residual_in_place = false;
   ConvActivation activation = ConvActivation::none;
   bool any() const {
     return bias_buffer >= 0 || scale_buffer >= 0 || shift_buffer >= 0 || residual_buffer >= 0 ||
@@ -64,8 +67,10 @@ ConvEpilogue conv_epilogue_of(const KernelCall& c, int64_t channels);
 
 // The epilogue done by a pass over y (the kernels other than oneDNN's), in place. Each part is the
 // unfused kernel's arithmetic in the unfused order, so the values are bitwise those of the steps
-// the plan fused.
-void apply_conv_epilogue(Frame& f, const Operand& y, const ConvEpilogue& e);
+// the plan fused. A residual in place is first copied aside by save_residual (before the
+// convolution writes y), and then added from that copy (`saved`; nullptr when not in place).
+const void* save_residual(Frame& f, const Operand& y, const ConvEpilogue& e);
+void apply_conv_epilogue(Frame& f, const Operand& y, const ConvEpilogue& e, const void* saved);
 
 // The step that runs `pass` of the float32 convolution g (grouped and dilated ones included) with
 // oneDNN, or an empty Step when oneDNN does not serve it (an empty operand, or only oneDNN's

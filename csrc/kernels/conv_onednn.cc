@@ -25,8 +25,9 @@
 //
 // Epilogue (kernels/conv.h): the bias is oneDNN's bias argument; scale and shift are binary post-ops
 // over the output channels (multiply, then add), the residual a binary add of an array of the
-// output's layout, and the activation an eltwise post-op (relu, or clip_v2 to [0, 6] for relu6),
-// applied to each output value while it is in registers.
+// output's layout (or, when the plan wrote the output over it, the sum post-op, which adds what y
+// held), and the activation an eltwise post-op (relu, or clip_v2 to [0, 6] for relu6), applied to
+// each output value while it is in registers.
 //
 // Scratch: each primitive's scratchpad, and the blocked filter (but a constant's, kept), are the
 // calling thread's scratch (pg/scratch.h).
@@ -117,7 +118,9 @@ class ConvPrimitives {
     dnnl::stream stream(eng);
     std::unordered_map<int, memory> args;
     const memory hwio(w_desc(), eng, pass_ == ConvPass::backward_filter ? out : src(pass_ == ConvPass::forward ? b : a));
-    const float* residual = vectors.residual ? vectors.residual + n0 * g.oh * g.ow * g.o : nullptr;  // (forward)
+    const float* residual = vectors.residual && !epilogue_.residual_in_place  // (forward; in place: y itself)
+                                ? vectors.residual + n0 * g.oh * g.ow * g.o
+                                : nullptr;
     memory filter = hwio;
     if (p.reordered() && constant_filter_) {  // reordered once, at the first run
       std::call_once(p.packed_once, [&] {
@@ -198,7 +201,9 @@ class ConvPrimitives {
     dnnl::post_ops post;
     if (epilogue_.scale_buffer >= 0) post.append_binary(dnnl::algorithm::binary_mul, channels_desc());
     if (epilogue_.shift_buffer >= 0) post.append_binary(dnnl::algorithm::binary_add, channels_desc());
-    if (epilogue_.residual_buffer >= 0)
+    if (epilogue_.residual_in_place)
+      post.append_sum(1.0f);
+    else if (epilogue_.residual_buffer >= 0)
       post.append_binary(dnnl::algorithm::binary_add, y_desc(batch, memory::data_type::f32));
     if (epilogue_.activation == ConvActivation::relu) post.append_eltwise(dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     if (epilogue_.activation == ConvActivation::relu6) post.append_eltwise(dnnl::algorithm::eltwise_clip_v2, 0.0f, 6.0f);

@@ -10,7 +10,7 @@
 // results repeat bitwise for any thread count. y and dx are split over image rows; dw over the
 // filter taps (kh, kw), each tap summing over the batch and the output positions.
 //
-// Aliasing: no output may share memory with an input.
+// Aliasing: no output may share memory with an input, but the forward's residual (kernels/conv.h).
 //
 // These loops are the reference, and run float64. Float32 runs on oneDNN by default, as a grouped
 // convolution (conv_onednn.cc, whose notes on threads and layouts hold here too: results repeat
@@ -186,8 +186,9 @@ Step build_depthwise_conv2d_fwd(const KernelCall& c) {
   return pick_impl(c, ConvPass::forward, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
     return [=](Frame& f) {
+      const void* saved = save_residual(f, y, epilogue);
       depthwise_conv2d_fwd<T>(cview<T>(f, x), cview<T>(f, w), view<T>(f, y), g);
-      apply_conv_epilogue(f, y, epilogue);
+      apply_conv_epilogue(f, y, epilogue, saved);
     };
   }), epilogue);
 }
