@@ -253,7 +253,7 @@ def fuse_epilogues(program, fetched):
     def only_reader(buffer):
         return _sole_reader(readers, kept_out, buffer)
 
-    fused_at, taken = {}, set()
+    fused_at, taken, groups, residuals = {}, set(), [], []
     for i, s in enumerate(steps):
         group = _epilogue(steps, i, only_reader, targets, taken) if s.kernel in _CONVOLUTIONS and len(s.ins) == 2 \
             else None
@@ -261,38 +261,43 @@ def fuse_epilogues(program, fetched):
             continue
         taken.update(group[0])
         members, parts, activation = group
+        groups.append(members)
         ins = s.ins + [v for v in parts.values() if v is not None]
         reads = list(dict.fromkeys(v for k in members for v in steps[k].reads_vars))
         attrs = {**s.attrs, **{k: int(v is not None) for k, v in parts.items()}, "activation": activation}
         outs = steps[members[-1]].outs
         fused_at[members[-1]] = [type(s)(s.op, s.kernel, ins, outs, attrs, reads, s.init_var,
                                          _ops_of([steps[k] for k in members], s.op))]
-        if s.kernel == CONV2D_FWD and not targets and not program.loops:
-            _write_over_residual(steps, readers, kept_out, members, ins, outs[0], parts["residual"])
+        if s.kernel == CONV2D_FWD and parts["residual"] is not None and not targets and not program.loops:
+            residuals.append((members, ins, outs[0], parts["residual"]))
+    runs_at = {k: members[-1] for members in groups for k in members}
+    for members, ins, out, residual in residuals:
+        _write_over_residual(steps, readers, kept_out, runs_at, members[-1], ins, out, residual)
     _rewrite(program, fused_at, taken - set(fused_at))
 
 
-def _write_over_residual(steps, readers, kept_out, members, ins, out, residual):
+def _write_over_residual(steps, readers, kept_out, runs_at, at, ins, out, residual):
     """Makes the fused convolution write its output over its residual (the kernel then adds the
     residual in place, by oneDNN's sum post-op, which is faster than its binary add of an array:
     ResNet-50 in bench_inference.py), where nothing needs the residual after it: a
-    temporary of the output's size and dtype, read by no step after the group's last (where the
-    fused step runs), neither fetched nor another input of the step, and the output a temporary
-    not fetched. Every operand of the output's buffer is then
-    an operand of the residual's. Only for plans without jumps, where each temporary has one
-    lifetime from its write to its last read."""
+    temporary of the output's size and dtype, read by no step that runs after the fused step (at
+    `at`; a step of a fused group runs where its group's last step ran: runs_at), neither fetched
+    nor another input of the step, and the output a temporary not fetched. Every operand of the
+    output's buffer is then an operand of the residual's. Only for plans without jumps, where each
+    temporary has one lifetime from its write to its last read."""
     if residual is None or out.buffer is residual.buffer:
         return
     r, o = residual.buffer, out.buffer
     if r.kind != TEMP_BUFFER or o.kind != TEMP_BUFFER or id(r) in kept_out or id(o) in kept_out or \
             r.nbytes != o.nbytes or residual.dtype != out.dtype or \
-            any(k > members[-1] for k in readers.get(id(r), ())) or \
+            any(runs_at.get(k, k) > at for k in readers.get(id(r), ())) or \
             sum(v is not None and v.buffer is r for v in ins) != 1:
         return
     for step in steps:
         for v in list(step.ins) + list(step.outs):
             if v is not None and v.buffer is o:
                 v.buffer = r
+    readers[id(r)] = readers.get(id(r), []) + readers.pop(id(o), [])  # o's readers now read r
 
 
 def _rewrite(program, replaced, removed):

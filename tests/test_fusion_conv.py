@@ -287,9 +287,9 @@ def test_a_residual_nothing_reads_later_is_written_over(monkeypatch, dtype, thre
     from pygrad import fusion
     written_over, plain = [], fusion._write_over_residual
 
-    def spy(steps, readers, kept_out, members, ins, out, residual):
+    def spy(steps, readers, kept_out, runs_at, at, ins, out, residual):
         before = out.buffer
-        plain(steps, readers, kept_out, members, ins, out, residual)
+        plain(steps, readers, kept_out, runs_at, at, ins, out, residual)
         if residual is not None:
             written_over.append(out.buffer is residual.buffer is not before)
 
@@ -322,3 +322,21 @@ def test_a_fetched_residual_keeps_its_values():
         alone = sess.run(first, {x: xv})
         both = sess.run([y, first], {x: xv})
     np.testing.assert_array_equal(both[1], alone)
+
+
+def test_a_residual_of_two_blocks_is_written_over_by_the_last_to_run():
+    """r is the residual of two convolutions' blocks: the first block to run may not write over it,
+    as the second reads it after; the second may. Values as when both outputs are fetched."""
+    rng = np.random.default_rng(11)
+    x = tf.placeholder(tf.float32, [None, 6, 6, 8])
+    w = [tf.constant(rng.standard_normal((k, k, 8, 8)).astype(np.float32) * 0.3) for k in (1, 1, 3, 3)]
+    r = tf.nn.relu(tf.nn.conv2d(x, w[0], [1, 1, 1, 1], "SAME"))
+    p = tf.nn.relu(tf.nn.conv2d(x, w[1], [1, 1, 1, 1], "SAME"))
+    a = tf.nn.relu(tf.nn.conv2d(p, w[2], [1, 1, 1, 1], "SAME") + r)
+    b = tf.nn.relu(tf.nn.conv2d(p, w[3], [1, 1, 1, 1], "SAME") + r)
+    y = a * 2.0 + b
+    xv = rng.standard_normal((2, 6, 6, 8)).astype(np.float32)
+    with tf.Session() as sess:
+        fused = sess.run(y, {x: xv})
+        av, bv = sess.run([a, b], {x: xv})  # fetched: nothing is written over r
+    np.testing.assert_allclose(fused, av * 2.0 + bv, rtol=1e-6, atol=1e-6)
