@@ -118,9 +118,9 @@ class ConvPrimitives {
     dnnl::stream stream(eng);
     std::unordered_map<int, memory> args;
     const memory hwio(w_desc(), eng, pass_ == ConvPass::backward_filter ? out : src(pass_ == ConvPass::forward ? b : a));
-    const float* residual = vectors.residual && !epilogue_.residual_in_place  // (forward; in place: y itself)
-                                ? vectors.residual + n0 * g.oh * g.ow * g.o
-                                : nullptr;
+    // The residual (forward), unless it is y itself (in place).
+    const float* residual =
+        vectors.residual && !epilogue_.residual_in_place ? vectors.residual + n0 * g.oh * g.ow * g.o : nullptr;
     memory filter = hwio;
     if (p.reordered() && constant_filter_) {  // reordered once, at the first run
       std::call_once(p.packed_once, [&] {

@@ -198,13 +198,15 @@ class PoolPrimitives {
           x_desc(batch), y_desc(batch), strides, kernel, dilation, pad_l, pad_r, attr);
       if (!backward) {
         if (is_reference(fwd.impl_info_str())) return nullptr;
-        return std::make_unique<Primitive>(Primitive{dnnl::pooling_forward(fwd), fwd.scratchpad_desc(), batch, threads, {}, {}, {}});
+        return std::make_unique<Primitive>(
+            Primitive{dnnl::pooling_forward(fwd), fwd.scratchpad_desc(), batch, threads, {}, {}, {}});
       }
       dnnl::pooling_backward::primitive_desc bwd(eng, alg, x_desc(batch), y_desc(batch), strides, kernel, dilation,
                                                  pad_l, pad_r, fwd, attr);
       if (is_reference(bwd.impl_info_str()) || (pass_ == PoolPass::max_backward && is_reference(fwd.impl_info_str())))
         return nullptr;
-      auto p = std::make_unique<Primitive>(Primitive{dnnl::pooling_backward(bwd), bwd.scratchpad_desc(), batch, threads, {}, {}, {}});
+      auto p = std::make_unique<Primitive>(
+          Primitive{dnnl::pooling_backward(bwd), bwd.scratchpad_desc(), batch, threads, {}, {}, {}});
       if (pass_ == PoolPass::max_backward) {
         p->forward = dnnl::pooling_forward(fwd);
         p->forward_scratch = fwd.scratchpad_desc();
