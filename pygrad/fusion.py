@@ -285,9 +285,9 @@ def _write_over_residual(steps, readers, kept_out, runs_at, at, ins, out, residu
     nor another input of the step, and the output a temporary not fetched. Every operand of the
     output's buffer is then an operand of the residual's. Only for plans without jumps, where each
     temporary has one lifetime from its write to its last read."""
-    if residual is None or out.buffer is residual.buffer:
-        return
     r, o = residual.buffer, out.buffer
+    if r is o:
+        return
     if r.kind != TEMP_BUFFER or o.kind != TEMP_BUFFER or id(r) in kept_out or id(o) in kept_out or \
             r.nbytes != o.nbytes or residual.dtype != out.dtype or \
             any(runs_at.get(k, k) > at for k in readers.get(id(r), ())) or \

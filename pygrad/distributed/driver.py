@@ -79,8 +79,7 @@ def local_cluster(workers=2, ps_shards=1, threads_per_worker=1, dashboard_addres
                                                "dashboard": dashboard_address is not None, **tls}}
     # Dask's nannies set MALLOC_TRIM_THRESHOLD_ before they spawn a worker, which turns off glibc's
     # sliding mmap threshold there: every array above 128 kB (a batch, a gradient) is then a fresh
-    # mapping, page-faulted in at each step. Unset, each
-    # process keeps glibc's default.
+    # mapping, page-faulted in at each step. Unset, each process keeps glibc's default.
     with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
         return SpecCluster(workers=specs, scheduler=scheduler, silence_logs=silence_logs, name="pygrad-ps",
                            security=security)
