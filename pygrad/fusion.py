@@ -37,8 +37,9 @@ that many elements, ones elsewhere), residual an array of the output's shape; an
 with no multiply before it is the bias. A step joins only when the buffer it reads is a temporary
 that no other step reads and the run does not fetch: relu's gradient reads its output
 (ReluGrad(y, dy)), not its input, so a training step fuses as well as inference does.
-The fused step runs where the group's last step ran: the scale and shift of a frozen batch norm
-are computed from its constants after the convolution in the plan's order. Jump targets and loop
+The fused step runs where the group's last step ran, after all its operands (a batch norm of
+variables computes its scale and shift at each run; a frozen one's are folded constants, and
+fold_batch_norms then folds the scale into a constant filter: fold_constants.py). Jump targets and loop
 bounds are renumbered for the steps removed.
 
 Before it, fuse_input_pads: a zero Pad of a convolution's input along height and width (ResNet's

@@ -3,6 +3,7 @@ assigned: each rewrites program.steps in place (fetches: the operands the plan r
 may take away)."""
 from pygrad.bfloat16 import bfloat16_products
 from pygrad.dead_steps import drop_dead_steps
+from pygrad.fold_constants import fold_batch_norms, fold_constants
 from pygrad.fuse_elementwise import fuse_elementwise
 from pygrad.fusion import accumulate_read_gradients, elide_loop_copies, fuse, fuse_epilogues, fuse_input_pads
 
@@ -10,8 +11,10 @@ from pygrad.fusion import accumulate_read_gradients, elide_loop_copies, fuse, fu
 def optimize(program, fetches, bfloat16=False):
     """bfloat16: run the float32 products in bfloat16 (pygrad/bfloat16.py; mixed precision)."""
     program.steps = fuse(program.steps, fetches)  # the softmax cost and its gradient
+    fold_constants(program, fetches)  # values of constants alone, computed once
     fuse_input_pads(program, fetches)
     fuse_epilogues(program, fetches)  # a convolution's bias, batch norm, shortcut and activation
+    fold_batch_norms(program)  # a constant scale into a constant filter
     elide_loop_copies(program, fetches)
     accumulate_read_gradients(program, fetches)
     drop_dead_steps(program, fetches)

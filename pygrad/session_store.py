@@ -14,6 +14,7 @@ class SessionStore:
         self.native = _C.VarStore()
         self.arenas = _C.Arenas()
         self._entries = graph.stored_variables  # the graph's list: it grows as variables are added
+        self.folded = {}  # the folded filters its plans share (pygrad/fold_constants.py)
 
     def id_of(self, var_op):
         """The store id of a VariableV2 op."""

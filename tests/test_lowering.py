@@ -5,7 +5,8 @@ import pytest
 
 import pygrad as tf
 from pygrad import _C, errors
-from pygrad.lowering import assign_buffers, compile_run, infer_shapes, lower, prune, schedule
+from pygrad.lowering import compile_run, infer_shapes, lower, prune, schedule
+from pygrad.plan_emit import assign_buffers
 from pygrad.plan_cache import PlanCache
 from pygrad.registry import Spec
 from pygrad.shapes import TensorShape
@@ -137,12 +138,12 @@ def test_compile_run_needs_a_store_not_a_session():
 
 
 def test_a_failing_step_raises_a_step_error_with_its_index():
-    idx = tf.placeholder(tf.int32, [1], name="idx")
-    first = tf.exp(tf.constant([1.0, 2.0]), name="first")
+    idx, x = tf.placeholder(tf.int32, [1], name="idx"), tf.placeholder(tf.float32, [2], name="x")
+    first = tf.exp(x, name="first")  # of a feed: a step of the plan (of a constant, it would be folded)
     picked = tf.gather(first, idx, name="picked")
-    run = compile_run([picked], (idx,), [(1,)], SessionStore(tf.get_default_graph()))
+    run = compile_run([picked], (idx, x), [(1,), (2,)], SessionStore(tf.get_default_graph()))
     with pytest.raises(_C.StepError, match=r"indices\[0\] = 7 is not in \[0, 2\)") as e:
-        run.plan.run([np.array([7], np.int32)])
+        run.plan.run([np.array([7], np.int32), np.array([1.0, 2.0], np.float32)])
     assert run.step_ops[e.value.step].name == "picked"
     assert e.value.step == 1
 
