@@ -4,6 +4,7 @@ may take away)."""
 from pygrad.bfloat16 import bfloat16_products
 from pygrad.dead_steps import drop_dead_steps
 from pygrad.fold_constants import fold_batch_norms, fold_constants
+from pygrad.fuse_checks import fuse_finite_checks
 from pygrad.fuse_elementwise import fuse_elementwise
 from pygrad.fusion import accumulate_read_gradients, elide_loop_copies, fuse, fuse_epilogues, fuse_input_pads
 
@@ -15,6 +16,7 @@ def optimize(program, fetches, bfloat16=False):
     fuse_input_pads(program, fetches)
     fuse_epilogues(program, fetches)  # a convolution's bias, batch norm, shortcut and activation
     fold_batch_norms(program)  # a constant scale into a constant filter
+    fuse_finite_checks(program, fetches)  # reduce_all(is_finite(g * s)) in one pass
     elide_loop_copies(program, fetches)
     accumulate_read_gradients(program, fetches)
     drop_dead_steps(program, fetches)

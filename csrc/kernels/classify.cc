@@ -1,4 +1,6 @@
-// Which floats are NaN, infinite or finite (tf.is_nan, tf.is_inf, tf.is_finite).
+// Which floats are NaN, infinite or finite (tf.is_nan, tf.is_inf, tf.is_finite), and whether all are
+// finite (a loss scale's check of the gradients).
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -43,6 +45,66 @@ Step build_float_class(const KernelCall& c) {
     if (what == FloatClass::nan) return step(std::integral_constant<FloatClass, FloatClass::nan>{});
     if (what == FloatClass::inf) return step(std::integral_constant<FloatClass, FloatClass::inf>{});
     return step(std::integral_constant<FloatClass, FloatClass::finite>{});
+  });
+}
+
+// Whether x[0, n) is all finite; with kScaled, y = x * s (s * x when kScaleFirst: the product as
+// binary_fwd's multiply computes it, operands in its order) is written, and y checked.
+template <class T, bool kScaled, bool kScaleFirst>
+__attribute__((target_clones("avx512f", "arch=x86-64-v3", "default"))) bool finite_run(const T* x, T s, T* y,
+                                                                                          int64_t n) {
+  constexpr T kMax = std::numeric_limits<T>::max();
+  int bad = 0;  // an int, or-ed: the loop vectorizes (a bool and-ed does not)
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = kScaled ? (kScaleFirst ? s * x[i] : x[i] * s) : x[i];
+    if constexpr (kScaled) y[i] = v;
+    bad |= !(std::abs(v) <= kMax);
+  }
+  return bad == 0;
+}
+
+// all_finite (x[, scale]) -> ([y,] ok): ok (a bool scalar) = whether every element of x is finite;
+// with a scale (one element), y = x * scale (attr scale_first: scale * x) is written in the same pass
+// and checked instead. One pass for reduce_all(is_finite(x)) and for the multiply before it
+// (pygrad/fuse_checks.py).
+Step build_all_finite(const KernelCall& c) {
+  const char* op = "all_finite";
+  PG_CHECK((c.in.size() == 1 && c.out.size() == 1) || (c.in.size() == 2 && c.out.size() == 2), op,
+           "takes (x) -> (ok) or (x, scale) -> (y, ok), got %zu inputs and %zu outputs", c.in.size(), c.out.size());
+  const Operand x = c.in[0], ok = c.out.back();
+  const bool scaled = c.in.size() == 2;
+  expect_dtype(c, ok, DType::b8, "ok");
+  PG_CHECK(ok.shape.numel() == 1, op, "ok must have one element, got shape %s", ok.shape.str().c_str());
+  if (scaled) {
+    expect_dtype(c, c.in[1], x.dtype, "the scale");
+    expect_dtype(c, c.out[0], x.dtype, "y");
+    PG_CHECK(c.in[1].shape.numel() == 1, op, "the scale must have one element, got shape %s",
+             c.in[1].shape.str().c_str());
+    PG_CHECK(c.out[0].shape == x.shape, op, "x %s and y %s must have one shape", x.shape.str().c_str(),
+             c.out[0].shape.str().c_str());
+  }
+  const bool scale_first = c.attrs.i("scale_first", int64_t{0}) != 0;
+  return dispatch_float(x.dtype, op, [&](auto tag) -> Step {
+    using T = decltype(tag);
+    auto step = [=](auto scaled_tag, auto first_tag) -> Step {
+      constexpr bool kScaled = decltype(scaled_tag)::value, kFirst = decltype(first_tag)::value;
+      const Operand scale = kScaled ? c.in[1] : x, y = kScaled ? c.out[0] : x;
+      return [=](Frame& f) {
+        const ConstView<T> xs = cview<T>(f, x);
+        const T s = kScaled ? cview<T>(f, scale).data[0] : T(1);
+        T* ys = kScaled ? view<T>(f, y).data : nullptr;
+        std::atomic<bool> all(true);
+        parallel_for(xs.size(), 1 << 15, [&](int64_t lo, int64_t hi) {
+          if (!finite_run<T, kScaled, kFirst>(xs.data + lo, s, kScaled ? ys + lo : nullptr, hi - lo))
+            all.store(false, std::memory_order_relaxed);
+        });
+        view<bool>(f, ok).data[0] = all.load();
+      };
+    };
+    using Yes = std::true_type;
+    using No = std::false_type;
+    if (!scaled) return step(No{}, No{});
+    return scale_first ? step(Yes{}, Yes{}) : step(Yes{}, No{});
   });
 }
 
