@@ -300,3 +300,14 @@ def test_bfloat16_compression_halves_the_pushed_bytes_and_stays_near_exact_pushe
         distributed.train(softmax_model, (x, y), compression="bfloat16", **dict(kw, workers=1))
     with pytest.raises(ValueError, match="compression must be None or 'bfloat16'"):
         distributed.train(softmax_model, (x, y), compression="float16")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex64])
+def test_non_finite_counts_every_nan_and_infinity(dtype):
+    values = np.zeros((70000, 3), dtype)
+    assert transport.non_finite("w", values) is None
+    assert transport.non_finite("w", values[:, 1]) is None  # strided: NumPy's check
+    values[69999, 2], values[5, 0] = np.inf, np.nan
+    assert transport.non_finite("w", values) == \
+        "the gradient of 'w' has 2 non-finite values (NaN or infinity) of 210000"
+    assert transport.non_finite("w", values[:, 2]).startswith("the gradient of 'w' has 1 non-finite")
