@@ -243,3 +243,23 @@ def test_cross_check_with_tensorflow(tf_peer, case, kind):
     assert ours.dtype == np.float32 and dx.dtype == np.float32
     np.testing.assert_allclose(ours, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(dx, want_dx, rtol=1e-5, atol=1e-5)
+
+
+def test_the_direct_max_pool_of_one_image_splits_over_the_openmp_threads_alike():
+    """One image's max pool runs its rows on the OpenMP threads (pool.cc, max_pool_fwd): the same
+    bits on 1, 2 and 3 threads, NumPy's maxima, and a NaN in a window kept."""
+    x = np.random.default_rng(41).standard_normal((1, 73, 73, 64), dtype=np.float32)
+    x[0, 10, 20, 5] = x[0, 60, 3, 63] = np.nan
+    pool = Pool(np.random.default_rng(42), 1, 73, 73, 64, 3, 3, 2, 2, "VALID", x=x)
+    old = tf.get_num_threads()
+    try:
+        got = []
+        for threads in (1, 2, 3, 2):
+            tf.set_num_threads(threads)
+            got.append(pool.call("max_pool_fwd", None))
+    finally:
+        tf.set_num_threads(old)
+    want = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(1, 2))[:, ::2, ::2].max(axis=(-2, -1))
+    for g in got:
+        np.testing.assert_array_equal(g, want)
+    assert np.isnan(want).sum() == 4 + 2  # (10, 20) lies in 2 x 2 windows, (60, 3) in 2 x 1

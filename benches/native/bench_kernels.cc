@@ -492,11 +492,16 @@ std::vector<Case> all_cases() {
       add(pool(kernel, "pool2", {50, 14, 14, 64}, 2, 2, impl));
     }
   // Imported models' forward pools at batch 1 (bench_inference.py): ResNet-50's first max pool and a
-  // shortcut's 1x1 subsample, Inception v3's 3x3 average pool of a 17x17 block.
+  // shortcut's 1x1 subsample, Inception v3's 3x3 average pool of a 17x17 block and its four strided
+  // 3x3 max pools (VALID there, SAME here: one row and column more).
   for (const char* impl : {"direct", "onednn"}) {
     add(pool("max_pool_fwd", "resnet_pool1", {1, 112, 112, 64}, 3, 2, impl));
     add(pool("max_pool_fwd", "resnet_subsample", {1, 56, 56, 256}, 1, 2, impl));
     add(pool("avg_pool_fwd", "inception_17x17", {1, 17, 17, 768}, 3, 1, impl));
+    add(pool("max_pool_fwd", "inception_147", {1, 147, 147, 64}, 3, 2, impl));
+    add(pool("max_pool_fwd", "inception_71", {1, 71, 71, 192}, 3, 2, impl));
+    add(pool("max_pool_fwd", "inception_35", {1, 35, 35, 288}, 3, 2, impl));
+    add(pool("max_pool_fwd", "inception_17", {1, 17, 17, 768}, 3, 2, impl));
   }
 
   for (Case& c : optimizers(int64_t{1} << 20)) add(std::move(c));

@@ -68,9 +68,21 @@ void max_pool_lines(const double* x, double* y, const PoolGeom& g, int64_t lo, i
 }  // namespace
 
 // y[n, oh, ow, c] = max of x[n, ih, iw, c] over the valid positions (ih, iw) of the window.
-// A NaN in the window gives NaN.
+// A NaN in the window gives NaN. One image's rows split over the OpenMP threads, as the convolutions
+// around it run: right after one, those threads still spin (GOMP_SPINCOUNT), where pygrad's pool
+// helper has to be woken (Inception v3's 147x147x64 pool at batch 1 in a plan: one thread's time
+// on two). Each row is computed alike either way.
 template <class T> void max_pool_fwd(ConstView<T> x, View<T> y, const PoolGeom& g) {
-  parallel_for(g.n * g.oh, line_grain(g), [&](int64_t lo, int64_t hi) { max_pool_lines(x.data, y.data, g, lo, hi); });
+  const int64_t lines = g.n * g.oh, grain = line_grain(g);
+  const int threads = get_num_threads();
+  if (g.n == 1 && threads > 1 && !in_parallel_loop() && lines >= 2 * grain) {
+    const int64_t chunks = std::min<int64_t>(threads, lines / grain);
+#pragma omp parallel for num_threads(int(chunks)) schedule(static, 1)
+    for (int64_t k = 0; k < chunks; ++k)
+      max_pool_lines(x.data, y.data, g, lines * k / chunks, lines * (k + 1) / chunks);
+    return;
+  }
+  parallel_for(lines, grain, [&](int64_t lo, int64_t hi) { max_pool_lines(x.data, y.data, g, lo, hi); });
 }
 
 // dx[n, ih, iw, c] = sum of dy[n, oh, ow, c] over the windows whose FIRST maximum (in row-major scan
