@@ -29,7 +29,7 @@ elements. A session keeps one folded filter per filter and scale, shared by its 
 """
 import numpy as np
 
-from pygrad.fusion import _rewrite, _writers
+from pygrad.fusion import EPILOGUE_PARTS, _rewrite, _writers
 from pygrad.kernels import ACTIVATION_FWD, ARG_REDUCE_FWD, BINARY_FWD, BROADCAST_TO, CAST, CONCAT, CONST_BUFFER, \
     CONV2D_FWD, COPY, DEPTHWISE_CONV2D_FWD, FILL, GATHER_FWD, MATMUL_FWD, ONE_HOT, PAD_FWD, REDUCE_FWD, SELECT, SPLIT, \
     STRIDED_SLICE_FWD, TEMP_BUFFER, TILE_FWD, TRANSPOSE, UNARY_BWD, UNARY_FWD
@@ -100,9 +100,6 @@ def _run_once(steps, store):
     return [[next(values) for _ in st.outs] for st in steps]
 
 
-_PARTS = ("bias", "scale", "shift", "residual")  # a fused convolution's epilogue inputs, in order (fusion.py)
-
-
 def fold_batch_norms(program):
     """Rewrites program.steps' fused convolutions in place."""
     for st in program.steps:
@@ -112,7 +109,7 @@ def fold_batch_norms(program):
 
 def _fold_scale(st, folded):
     x, w, *rest = st.ins
-    parts = {name: rest.pop(0) if st.attrs.get(name) else None for name in _PARTS}
+    parts = {name: rest.pop(0) if st.attrs.get(name) else None for name in EPILOGUE_PARTS}
     vectors = [parts[name] for name in ("bias", "scale", "shift")]
     if any(o is not None and o.buffer.kind != CONST_BUFFER for o in [w, *vectors]):
         return

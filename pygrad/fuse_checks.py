@@ -4,7 +4,7 @@ TF1's dynamic loss scaling (tf.train.experimental.enable_mixed_precision_graph_r
 MixedPrecisionLossScaleOptimizer) unscales each gradient, g * (1 / loss_scale), and skips the step
 unless reduce_all(is_finite(...)) holds for every gradient. Unfused, that is three passes over each
 gradient: the multiply writes it, is_finite reads it and writes a bool per value, and the All
-reads those (the convnet's fc1 gradient, 3.2 M values: 0.65, 0.47 and 0.15 ms at two threads).
+reads those (the Deep MNIST convnet's fc1 gradient has 3.2 M values).
 
 The steps matched (buffers compared by identity):
 
@@ -19,10 +19,8 @@ the multiply and the check of its product in the same pass. x keeps its readers 
 update reads the unscaled gradient). No jump or jump target may lie between the first step and the
 All. The values are bitwise the same: the product is the multiply's, and ok the All's.
 """
-import numpy as np
-
 from pygrad import dtypes
-from pygrad.fusion import _computes, _jump_targets, _ops_of, _readers, _rewrite, _writers
+from pygrad.fusion import _computes, _jump_targets, _numel, _ops_of, _readers, _rewrite, _writers
 from pygrad.kernels import ALL_FINITE, FLOAT_CLASS, REDUCE_FWD, TEMP_BUFFER
 from pygrad.ops import math_ops
 
@@ -82,14 +80,10 @@ def _scaling(steps, writers, x, i):
             tuple(mul.outs[0].dims) != tuple(x.dims) or mul.outs[0].dtype != x.dtype:
         return None
     a, b = mul.ins
-    if a is None or b is None or a.dtype != x.dtype or b.dtype != x.dtype:
+    if a.dtype != x.dtype or b.dtype != x.dtype:
         return None
     shaped = [tuple(o.dims) == tuple(x.dims) for o in (a, b)]
     single = [_numel(o.dims) == 1 for o in (a, b)]
     if not (shaped[0] and single[1] or shaped[1] and single[0]) or a.buffer is x.buffer or b.buffer is x.buffer:
         return None
     return made[0]
-
-
-def _numel(dims):
-    return int(np.prod(dims, dtype=np.int64))

@@ -241,6 +241,7 @@ def _numel(dims):
 
 
 _CONVOLUTIONS = (CONV2D_FWD, DEPTHWISE_CONV2D_FWD)
+EPILOGUE_PARTS = ("bias", "scale", "shift", "residual")  # a fused convolution's inputs after x and w, in order
 _ACTIVATIONS = ((math_ops.Relu, 1), (activation_ops.Relu6, 2))  # ConvActivation's codes
 
 
@@ -415,7 +416,7 @@ def _epilogue(steps, i, only_reader, targets, taken):
     the second's group stops before it (ResNet's projection shortcut and its last convolution)."""
     out = steps[i].outs[0]
     channels = out.dims[-1]
-    parts = dict.fromkeys(("bias", "scale", "shift", "residual"))
+    parts = dict.fromkeys(EPILOGUE_PARTS)
     members, read_at, activation, current = [i], [], 0, out
 
     def next_member(opdef):  # the step that reads the group's value so far, alone, if it computes opdef

@@ -49,7 +49,7 @@ import time
 import numpy as np
 
 from pygrad import errors
-from pygrad.distributed.transport import LocalEndpoint, from_bfloat16_bits, nbytes, non_finite, scaled
+from pygrad.distributed.transport import LocalEndpoint, all_finite, from_bfloat16_bits, nbytes, non_finite, scaled
 
 # The sparse updates that change only the rows they are given (TF's Sparse* kernels; SparseApplyAdam,
 # TF1's, decays m and v and moves every row).
@@ -196,7 +196,7 @@ class ParameterShard:
             self._check_not_broken()
             values = self._sess.run(self._vars)
             bad = [f"'{n}' ({np.size(v) - np.count_nonzero(np.isfinite(v))} of {np.size(v)} values)"
-                   for n, v in zip(self.names, values) if not np.isfinite(v).all()]
+                   for n, v in zip(self.names, values) if not all_finite(np.asarray(v))]
             if bad:
                 self.broken = (f"parameter-server shard {self.index}: the weights are not finite at version "
                                f"{self.version}: {', '.join(bad)}")

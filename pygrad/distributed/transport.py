@@ -75,13 +75,13 @@ def scaled(g, factor):
 
 def non_finite(name, values):
     """Why the gradient of `name` cannot be pushed (its NaN and infinite values), or None."""
-    if values.dtype.kind not in "fc" or _all_finite(values):
+    if values.dtype.kind not in "fc" or all_finite(values):
         return None
     return (f"the gradient of '{name}' has {values.size - np.count_nonzero(np.isfinite(values))} non-finite values "
             f"(NaN or infinity) of {values.size}")
 
 
-def _all_finite(values):
+def all_finite(values):
     """Whether every value is finite: one native pass (the all_finite kernel) over a float32 or
     float64 array, without NumPy's array of bools."""
     if values.dtype in (np.float32, np.float64) and values.flags.c_contiguous and values.flags.aligned:
