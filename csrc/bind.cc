@@ -364,7 +364,22 @@ PYBIND11_MODULE(_C, m) {
           std::memcpy(s.data(id), a.data(), size_t(a.nbytes()));
         }
         s.set_initialized(id, true);
-      });
+      })
+      .def("place", [](VarStore& s, int id, const py::handle& array) {
+        py::array a = checked_array(array, "VarStore.place", true);
+        if (array_dtype(a, "VarStore.place") != s.dtype(id) || array_shape(a) != s.shape(id))
+          throw ShapeError("VarStore.place: variable '" + s.name(id) + "' is " + dtype_name(s.dtype(id)) +
+                           " of shape " + s.shape(id).str() + ", the array " + dtype_name(array_dtype(a, "")) +
+                           " of shape " + array_shape(a).str());
+        // The store keeps the array (and so its memory) alive; it may let go of it without the GIL.
+        std::shared_ptr<void> owner(new py::object(a), [](void* p) {
+          py::gil_scoped_acquire gil;
+          delete static_cast<py::object*>(p);
+        });
+        s.place(id, a.mutable_data(), a.nbytes(), std::move(owner));
+      }, "Moves a variable into the memory of array (its dtype and shape, C-contiguous, 64-byte aligned, "
+         "writable), which the store keeps alive: its value is copied there, and plans read and update it "
+         "there. Only before a plan has used the variable.");
 
   py::class_<Arenas, std::shared_ptr<Arenas>>(m, "Arenas")
       .def(py::init<>())

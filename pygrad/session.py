@@ -395,6 +395,14 @@ class BaseSession:
             raise RuntimeError("Attempted to use a closed Session.")
         self._store.write(var, value)
 
+    def place_variable(self, var, array):
+        """Keeps var's value in this session in array's memory (var's dtype and shape, C-contiguous,
+        64-byte aligned, writable; shared memory, say), which runs then read and update in place.
+        Only before the first run that uses var: raises RuntimeError after it."""
+        if self.closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        self._store.place(var, array)
+
     def read_variable_into(self, var, out):
         """Copies var's value in this session into out, a C-contiguous array of var's dtype and
         shape (shared memory, say), without running a plan."""

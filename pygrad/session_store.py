@@ -31,6 +31,11 @@ class SessionStore:
         value = np.require(np.asarray(value, dtype=var.dtype.np), requirements=("C", "A")).reshape(var.shape.as_list())
         self.native.write(self.id_of(var.op), value)
 
+    def place(self, var, array):
+        """Moves var's storage into array (its dtype and shape, C-contiguous, 64-byte aligned),
+        which the store keeps alive: shared memory, say. Only before a plan has used var."""
+        self.native.place(self.id_of(var.op), array)
+
     def read_into(self, var, out):
         """Copies var's value into out (a C-contiguous array of var's dtype and shape)."""
         self.native.read_into(self.id_of(var.op), out)

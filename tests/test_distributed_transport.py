@@ -5,6 +5,7 @@ with compute. The shard's rules without Dask are exercised on a ParameterShard d
 import asyncio
 import glob
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -121,6 +122,75 @@ def test_an_update_that_moves_every_row_is_installed_whole():
         if link_to_close is not None:
             link_to_close.close()
         asyncio.run(shard.close())
+
+
+@needs_local_link
+def test_the_shards_variables_are_its_shared_memory_and_an_install_waits_out_an_update():
+    """The shard's session keeps its variables in the shared memory workers copy from (no copy per
+    update): what its optimizer writes is there, and what is written there is what it updates. An
+    install that starts while an update runs (the sequence count odd) waits for its end and gets
+    its version."""
+    shard, specs = _shard(lambda: tf.train.GradientDescentOptimizer(0.5))
+    link_to_close = None
+    try:
+        link, _ = _link(shard, specs)
+        link_to_close = link
+        shared_w = link.weights.arrays(link.places)["w"]
+        link.start_push(0, "t0", 0, 0, {"emb": (np.ones((1, WIDTH)), np.array([0])), "w": np.array([2.0, 4.0])})
+        link.finish_push()
+        np.testing.assert_array_equal(shared_w, [0.0, -3.0])
+        shared_w[...] = [10.0, 20.0]  # (only a test writes there: the shard's update reads it)
+        link.start_push(0, "t0", 1, 1, {"emb": (np.ones((1, WIDTH)), np.array([0])), "w": np.array([2.0, 4.0])})
+        link.finish_push()
+        np.testing.assert_array_equal(asyncio.run(shard.pull())[1]["w"], [9.0, 18.0])
+        np.testing.assert_array_equal(shared_w, [9.0, 18.0])
+
+        replica, done = _Replica(specs), []
+        shard._endpoint.begin_write()
+        waiter = threading.Thread(target=lambda: done.append(replica.install(link, None)))
+        waiter.start()
+        waiter.join(0.3)
+        assert waiter.is_alive() and not done
+        shard._endpoint.end_write(7)
+        waiter.join(10)
+        assert done and done[0][0] == 7
+        np.testing.assert_array_equal(replica.value("w"), [9.0, 18.0])
+    finally:
+        if link_to_close is not None:
+            link_to_close.close()
+        asyncio.run(shard.close())
+
+
+def test_a_placed_variable_lives_in_its_array_and_cannot_move_once_a_plan_uses_it():
+    with tf.Graph().as_default() as g:
+        v = tf.Variable([1.0, 2.0, 3.0], name="v")
+        step = tf.assign_add(v, [1.0, 1.0, 1.0])
+        init = tf.global_variables_initializer()
+        other = tf.Variable(np.zeros(2, np.float64), name="other")  # (not in init)
+    sess = tf.Session(graph=g)
+    buf = np.zeros(64 + 3, np.float32)
+    offset = (-buf.ctypes.data % 64) // 4
+    home = buf[offset:offset + 3]  # 64-byte aligned
+    sess.place_variable(v, home)
+    sess.run(init)
+    np.testing.assert_array_equal(home, [1.0, 2.0, 3.0])
+    sess.run(step)
+    np.testing.assert_array_equal(home, [2.0, 3.0, 4.0])
+    home[0] = 100.0
+    np.testing.assert_array_equal(sess.run(v), [100.0, 3.0, 4.0])
+    del buf, home  # the session keeps the memory alive
+    np.testing.assert_array_equal(sess.run(step), [101.0, 4.0, 5.0])
+    with pytest.raises(RuntimeError, match="variable 'v' is already used by a plan of this session"):
+        sess.place_variable(v, np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match=r"variable 'other' is float64 of shape \(2,\), the array float32"):
+        sess.place_variable(other, np.zeros(2, np.float32))
+    buf = np.zeros(8 + 3, np.float64)
+    offset = (-buf.ctypes.data % 64) // 8
+    with pytest.raises(ValueError, match="64-byte aligned"):
+        sess.place_variable(other, buf[offset + 1:offset + 3])
+    sess.place_variable(other, buf[offset:offset + 2])  # the session goes on
+    sess.run(other.initializer)
+    np.testing.assert_array_equal(sess.run(other), [0.0, 0.0])
 
 
 @needs_local_link

@@ -20,7 +20,15 @@ Block::Block(int64_t bytes) : bytes_(bytes) {
   void* p = std::aligned_alloc(64, size_t(size));
   if (!p) throw std::bad_alloc();
   std::memset(p, 0, size_t(size));
-  ptr_.reset(p);
+  owned_.reset(p);
+}
+
+Block Block::borrowed(void* data, int64_t bytes, std::shared_ptr<void> owner) {
+  Block b;
+  b.borrowed_ = data;
+  b.owner_ = std::move(owner);
+  b.bytes_ = bytes;
+  return b;
 }
 
 void Block::Free::operator()(void* p) const { std::free(p); }
@@ -35,6 +43,24 @@ int VarStore::add(const std::string& name, DType dtype, const Shape& shape) {
   v->block = Block(shape.numel() * dtype_size(dtype));
   vars_.push_back(std::move(v));
   return int(vars_.size()) - 1;
+}
+
+void VarStore::place(int id, void* data, int64_t bytes, std::shared_ptr<void> owner) {
+  Var& v = at(id);
+  if (v.in_plan)
+    throw std::logic_error("VarStore.place: variable '" + v.name + "' is already used by a plan of this session; "
+                            "place it before the first run that reads or writes it");
+  if (bytes != v.shape.numel() * dtype_size(v.dtype) || reinterpret_cast<uintptr_t>(data) % 64 != 0)
+    throw ShapeError("VarStore.place: variable '" + v.name + "' needs " +
+                     std::to_string(v.shape.numel() * dtype_size(v.dtype)) + " bytes at a 64-byte aligned address");
+  if (v.initialized) std::memcpy(data, v.block.data(), size_t(bytes));
+  v.block = Block::borrowed(data, bytes, std::move(owner));
+}
+
+void* VarStore::data_for_plan(int id) const {
+  Var& v = at(id);
+  v.in_plan = true;
+  return v.block.data();
 }
 
 VarStore::Var& VarStore::at(int id) const {
@@ -60,7 +86,7 @@ int Plan::add_const(DType dtype, const Shape& shape, const void* data) {
 }
 
 int Plan::add_var(int var_id) {
-  fixed_ptr_.push_back(store_->data(var_id));
+  fixed_ptr_.push_back(store_->data_for_plan(var_id));
   return int(fixed_ptr_.size()) - 1;
 }
 

@@ -16,19 +16,23 @@
 
 namespace pg {
 
-// 64-byte aligned, zero-initialized, owning byte buffer.
+// 64-byte aligned, zero-initialized, owning byte buffer; or (borrowed) memory that `owner` keeps
+// alive, such as an array in shared memory.
 class Block {
  public:
   Block() = default;
   explicit Block(int64_t bytes);
-  void* data() const { return ptr_.get(); }
+  static Block borrowed(void* data, int64_t bytes, std::shared_ptr<void> owner);
+  void* data() const { return owned_ ? owned_.get() : borrowed_; }
   int64_t bytes() const { return bytes_; }
 
  private:
   struct Free {
     void operator()(void* p) const;
   };
-  std::unique_ptr<void, Free> ptr_;
+  std::unique_ptr<void, Free> owned_;
+  void* borrowed_ = nullptr;
+  std::shared_ptr<void> owner_;  // keeps borrowed_ alive
   int64_t bytes_ = 0;
 };
 
@@ -57,6 +61,12 @@ class VarStore {
   const std::string& name(int id) const { return at(id).name; }
   bool initialized(int id) const { return at(id).initialized; }
   void set_initialized(int id, bool v) { at(id).initialized = v; }
+  // Moves variable id into `bytes` at data (64-byte aligned, the variable's size), kept alive by
+  // owner: its value, if any, is copied there and every later run reads and updates it there.
+  // Throws std::logic_error once a plan has taken the variable's address.
+  void place(int id, void* data, int64_t bytes, std::shared_ptr<void> owner);
+  // Where plans find the variable; after this call, place refuses.
+  void* data_for_plan(int id) const;
 
  private:
   struct Var {
@@ -65,6 +75,7 @@ class VarStore {
     Shape shape;
     Block block;
     bool initialized = false;
+    bool in_plan = false;
   };
   Var& at(int id) const;
   std::vector<std::unique_ptr<Var>> vars_;

@@ -112,6 +112,17 @@ class ParameterShard:
                 raise ValueError(f"parameter-server shard {index}: variable '{s.name}' was created as "
                                  f"'{v.op.name}' (names must be unique)")
         self._sess = tf.Session(graph=self._graph)
+        self._lock = threading.Condition()
+        self._run_id, self.compression = run_id, compression
+        # On a host with shared memory, the variables live there from the start (before any run
+        # takes their addresses): workers on this host copy them from there (transport.py).
+        self._endpoint = None
+        if LocalEndpoint.available():
+            self._endpoint = LocalEndpoint(f"{run_id}-ps{index}", specs, num_workers, self._known, self._push,
+                                           compression)
+            for v, s in zip(self._vars, specs):
+                self._sess.place_variable(v, self._endpoint.weight_views[s.name])
+            self._endpoint.begin_write()  # (until they are initialized or restored)
         self._sess.run(init)
         self.version = 0
         self.restored_from = None
@@ -135,13 +146,14 @@ class ParameterShard:
         self.staleness = collections.Counter()
         self.apply_seconds = []
         self.bytes_in = self.bytes_out = 0
-        self._lock = threading.Condition()
         # Sync pushes wait in these threads for the others: one per worker, and some for the rest.
         self._pool = concurrent.futures.ThreadPoolExecutor(num_workers + 4, thread_name_prefix=f"pygrad-ps{index}")
-        self._endpoint = None
-        self._store_vars = dict(zip(self.names, self._vars))
-        self.row_versions = {n: np.zeros(self._shapes[n][0], np.int64) for n in self.row_local}  # last change
-        self._run_id, self.compression = run_id, compression
+        # The version that last changed each row of a variable in row_local (beside the weights, in
+        # shared memory, when they are there).
+        self.row_versions = {n: self._endpoint.versions[n] if self._endpoint else np.zeros(self._shapes[n][0], np.int64)
+                             for n in self.row_local}
+        if self._endpoint:
+            self._endpoint.end_write(self.version)
 
     async def _threaded(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
@@ -170,26 +182,9 @@ class ParameterShard:
 
     def _local_endpoint(self):
         with self._lock:
-            if self._endpoint is None and LocalEndpoint.available():
-                self._endpoint = LocalEndpoint(f"{self._run_id}-ps{self.index}", self._specs, self.num_workers,
-                                               self._known, self._push, self.compression)
-                self._publish()
             if self._endpoint is None:
                 return None
             return {"directory": self._endpoint.directory, "row_local": sorted(self.row_local)}
-
-    def _publish(self, touched=None):
-        """Rewrites the weights in shared memory: only the rows touched ({name: indices}) of the
-        variables in row_local (all of them when touched is None)."""
-        if self._endpoint is None:
-            return
-        sess, store = self._sess, self._store_vars
-
-        def rows(name, indices, out):
-            sess.copy_variable_rows(store[name], indices, out, False)
-
-        self._endpoint.publish(self.version, lambda n, out: sess.read_variable_into(store[n], out), rows,
-                               self.row_versions, touched)
 
     def _pull(self, since=None):
         with self._lock:
@@ -381,11 +376,16 @@ class ParameterShard:
                     touched[n] = np.unique(indices)
             else:
                 feed[ph] = g
-        self._sess.run(self._apply, feed_dict=feed)
-        self.version += 1
-        for n, indices in touched.items():
-            self.row_versions[n][indices] = self.version
-        self._publish(touched)
+        if self._endpoint:
+            self._endpoint.begin_write()
+        try:
+            self._sess.run(self._apply, feed_dict=feed)
+            self.version += 1
+            for n, indices in touched.items():
+                self.row_versions[n][indices] = self.version
+        finally:
+            if self._endpoint:
+                self._endpoint.end_write(self.version)
         self.apply_seconds.append(time.perf_counter() - start)
         for n in self.names:
             self.versions[n] += 1

@@ -3,11 +3,12 @@ interface (`start_push` then `finish_push`, `pull`, then `install`).
 
 - `MessageLink`: Dask actor calls; the arrays travel inside the messages (TLS on the local
   cluster). It works between any two hosts.
-- `LocalLink`: worker and shard on one host. The shard keeps a copy of its weights in shared
-  memory, rewritten after every update under a sequence lock, and one gradient slot per worker;
-  a worker writes its gradients into its slot and sends a few bytes over a Unix socket, the shard
-  feeds them to its update straight from the slot and answers with its new version, and a pull is
-  a copy from shared memory into the worker's session, with no message. The files live in a
+- `LocalLink`: worker and shard on one host. The shard's variables live in shared memory: its
+  session updates them there in place, under a sequence lock (odd while an update runs). Each
+  worker has a gradient slot there too; it writes its gradients into its slot and sends a few
+  bytes over a Unix socket, the shard feeds them to its update straight from the slot and answers
+  with its new version, and a pull is a copy from shared memory into the worker's session, with no
+  message, taken again if an update overlapped it. The files live in a
   directory of the shard's under /dev/shm, readable by its user only (mode 0700); a worker
   authenticates with its token when it connects. A worker tries this link first: the directory
   exists only on the shard's host, and elsewhere it falls back to messages.
@@ -26,6 +27,7 @@ import socket
 import struct
 import tempfile
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -158,8 +160,10 @@ class LocalEndpoint:
         self.places, size = layout(specs)
         self._sparse = _sparse_names(specs)
         self.weights = Shared(os.path.join(self.directory, "weights"), self._sparse, size)
-        self._weight_views = self.weights.arrays({n: p for n, p in self.places.items() if ":" not in n})
-        self._versions = self.weights.arrays({n[:-9]: p for n, p in self.places.items() if n.endswith(":versions")})
+        # The shard's session keeps its variables in these arrays (Session.place_variable), and
+        # the version that last changed each row of a sparse variable in `versions`.
+        self.weight_views = self.weights.arrays({n: p for n, p in self.places.items() if ":" not in n})
+        self.versions = self.weights.arrays({n[:-9]: p for n, p in self.places.items() if n.endswith(":versions")})
         self.slot_places, slot_size = layout(specs, compression)
         self._slots = [Shared(os.path.join(self.directory, f"grads-{w}"), self._sparse, slot_size)
                        for w in range(num_workers)]
@@ -175,26 +179,14 @@ class LocalEndpoint:
     def available():
         return os.path.isdir(SHM_ROOT) and hasattr(socket, "AF_UNIX")
 
-    def publish(self, version, read_into, read_rows, row_versions, touched=None):
-        """Rewrites the weights under the sequence lock: read_into(name, out) copies a variable,
-        read_rows(name, indices, out) some of its rows. The variables of row_versions ({name: the
-        version that last changed each row}) are copied whole when touched is None, else only
-        their rows in touched ({name: indices})."""
+    def begin_write(self):
+        """The weights are about to change in place (the shard's session updates them in this
+        memory): an install that overlaps the change retries."""
+        self.weights.header[0] += 1  # odd: being written
+
+    def end_write(self, version):
+        """The change begun by begin_write is done: the weights are those of version."""
         header = self.weights.header
-        header[0] += 1  # odd: being written
-        for name, view in self._weight_views.items():
-            if name not in row_versions or touched is None:
-                read_into(name, view)
-            elif name in touched:
-                indices = touched[name]
-                rows = np.empty((len(indices),) + view.shape[1:], view.dtype)
-                read_rows(name, indices, rows)
-                view[indices] = rows
-        for name, versions in row_versions.items():
-            if touched is None:
-                self._versions[name][...] = versions
-            elif name in touched:
-                self._versions[name][touched[name]] = version
         header[1] = version
         header[0] += 1
 
@@ -326,7 +318,8 @@ class LocalLink:
         header = self.weights.header
         while True:
             before = int(header[0])
-            if before % 2:
+            if before % 2:  # the shard is updating them: an update takes milliseconds
+                time.sleep(0.0002)
                 continue
             moved = 0
             for n, view in self._weight_views.items():
