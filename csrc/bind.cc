@@ -342,15 +342,6 @@ PYBIND11_MODULE(_C, m) {
         std::memcpy(a.mutable_data(), s.data(id), size_t(a.nbytes()));
         return a;
       })
-      .def("read_into", [](const VarStore& s, int id, const py::handle& out) {
-        py::array a = checked_array(out, "VarStore.read_into", true);
-        if (array_dtype(a, "VarStore.read_into") != s.dtype(id) || array_shape(a) != s.shape(id))
-          throw ShapeError("VarStore.read_into: out must be " + std::string(dtype_name(s.dtype(id))) + " of shape " +
-                           s.shape(id).str());
-        if (!s.initialized(id)) throw py::value_error("VarStore.read_into: the variable is not initialized");
-        py::gil_scoped_release release;
-        std::memcpy(a.mutable_data(), s.data(id), size_t(a.nbytes()));
-      }, "Copies a variable's value into out (C-contiguous, its dtype and shape), with the GIL released.")
       .def("copy_rows", &copy_rows, py::arg("id"), py::arg("indices"), py::arg("rows"), py::arg("into_variable"),
            "Row j of rows (C-contiguous, [n] + the variable's row shape) from or into row indices[j] of the "
            "variable (int64 indices, each checked), with the GIL released.")

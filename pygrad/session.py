@@ -403,11 +403,6 @@ class BaseSession:
             raise RuntimeError("Attempted to use a closed Session.")
         self._store.place(var, array)
 
-    def read_variable_into(self, var, out):
-        """Copies var's value in this session into out, a C-contiguous array of var's dtype and
-        shape (shared memory, say), without running a plan."""
-        self._stored(var).read_into(var, out)
-
     def copy_variable_rows(self, var, indices, rows, into_variable):
         """Copies rows `indices` (int64) of var in this session into `rows` (C-contiguous, [n] + var's
         row shape), or, into_variable=True, `rows` into them: an embedding's touched rows."""

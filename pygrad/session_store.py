@@ -36,10 +36,6 @@ class SessionStore:
         which the store keeps alive: shared memory, say. Only before a plan has used var."""
         self.native.place(self.id_of(var.op), array)
 
-    def read_into(self, var, out):
-        """Copies var's value into out (a C-contiguous array of var's dtype and shape)."""
-        self.native.read_into(self.id_of(var.op), out)
-
     def copy_rows(self, var, indices, rows, into_variable):
         """Rows indices (int64) of var into rows ([n] + its row shape), or rows into them."""
         self.native.copy_rows(self.id_of(var.op), indices, rows, into_variable)

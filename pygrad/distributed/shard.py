@@ -29,8 +29,9 @@ Every actor method is a coroutine that hands its work to a thread of the shard's
 worker's event loop never blocks; the work itself runs under one lock, one update at a time, and
 a sync push waits on its condition for the other workers' pushes. Workers on this host reach the
 same `_push` through the shard's local endpoint (`transport.py`: shared memory and a Unix socket),
-which the shard makes when a worker first asks for it; the weights in shared memory are rewritten
-after every update.
+which the shard makes with its session where /dev/shm exists: its variables live in that shared
+memory from the start (`Session.place_variable`), and its updates change them there in place,
+under the endpoint's sequence lock.
 
 A sparse variable (its gradient is `IndexedSlices`, as an embedding's is) takes a push of the rows
 touched: (values, indices). Its update is the optimizer's sparse rule (`_apply_sparse`, TF's), fed
@@ -71,7 +72,6 @@ class ParameterShard:
         self._tokens = [str(t).encode() for t in tokens]
         self._shapes = {s.name: tuple(s.shape) for s in specs}
         self._sparse = {s.name for s in specs if s.sparse}
-        self._specs = specs
         self._dtypes = {s.name: np.dtype(s.dtype) for s in specs}
         self.broken = None  # why the weights are unusable (not finite), once they are
         self.backup_workers, self.max_staleness, self.stale = backup_workers, max_staleness, stale
