@@ -1,7 +1,8 @@
 // Reductions over a set of axes (sum, mean, max, min, prod, any, all), argmax/argmin over one
-// axis, and the exact gradient of a product (prod_bwd, which excludes one factor at a time). x is contiguous and row-major; y holds x's kept dims in order, contiguous. Work is split
-// over OUTPUTS only, and each output is accumulated in a fixed order, so results do not depend on
-// the thread count.
+// axis, and the exact gradient of a product (prod_bwd, which excludes one factor at a time). x is
+// contiguous and row-major; y holds x's kept dims in order, contiguous. Work is split over outputs,
+// and over chunks of the reduced rows whose size the shape alone sets; each output is accumulated
+// in a fixed order, so results do not depend on the thread count.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -18,6 +19,7 @@ namespace {
 
 constexpr int64_t kGrain = 32768;  // input elements per parallel chunk
 constexpr int64_t kBlock = 256;    // output columns accumulated together when the inner dim is kept
+constexpr int64_t kFewBlocks = 16;  // below this many blocks, a reduction over kept columns splits its rows
 
 template <class T> bool is_nan(T x) {
   if constexpr (std::is_floating_point_v<T>) return x != x;
@@ -231,18 +233,28 @@ template <class R, class T> void reduce_fwd(ConstView<T> x, View<T> y, const Red
     }
     case ReducePlan::cols: {
       // Blocks of up to kBlock output columns: accumulate the reduced rows into acc[], one
-      // contiguous row at a time, then finish into y.
+      // contiguous row at a time, then finish into y. With few blocks over many reduced rows (a
+      // bias gradient: [N, H, W, C] summed to [C]) the rows are cut into chunks whose size the
+      // shape alone sets; the chunks' sums, taken in parallel, are merged in chunk order.
       const int64_t m = p.inner, blocks = (m + kBlock - 1) / kBlock, combos = p.reduced.numel();
-      const int64_t work = combos * std::min(m, kBlock);  // input elements per block
-      parallel_for(p.kept.numel() * blocks, std::max<int64_t>(1, kGrain / work), [&](int64_t lo, int64_t hi) {
+      const int64_t rows_out = p.kept.numel();
+      const int64_t chunk_rows = (std::max<int64_t>(64, kGrain / std::min(m, kBlock)) + 3) / 4 * 4;
+      const int64_t chunks =
+          rows_out * blocks < kFewBlocks && combos >= 2 * chunk_rows ? (combos + chunk_rows - 1) / chunk_rows : 1;
+      const int64_t piece_rows = chunks > 1 ? chunk_rows : combos;
+      std::vector<A> partial(chunks > 1 ? size_t(rows_out * chunks * m) : 0);  // [row, chunk, column]
+      const int64_t work = piece_rows * std::min(m, kBlock);  // input elements per task
+      parallel_for(rows_out * blocks * chunks, std::max<int64_t>(1, kGrain / work), [&](int64_t lo, int64_t hi) {
         A acc[kBlock];
         for (int64_t task = lo; task < hi; ++task) {
-          const int64_t row = task / blocks, c0 = (task % blocks) * kBlock, w = std::min(kBlock, m - c0);
+          const int64_t piece = task % chunks, block = task / chunks;
+          const int64_t row = block / blocks, c0 = (block % blocks) * kBlock, w = std::min(kBlock, m - c0);
+          const int64_t k_end = std::min(combos, (piece + 1) * piece_rows);
           const T* base = px + Walk(p.kept, row).offset + c0;
           for (int64_t j = 0; j < w; ++j) acc[j] = R::init();
-          Walk r(p.reduced, 0);
-          int64_t k = 0;
-          for (; k + 4 <= combos; k += 4) {  // four rows per pass over acc[], still in row order
+          int64_t k = piece * piece_rows;
+          Walk r(p.reduced, k);
+          for (; k + 4 <= k_end; k += 4) {  // four rows per pass over acc[], still in row order
             const T* s0 = base + r.offset;
             r.next();
             const T* s1 = base + r.offset;
@@ -254,14 +266,26 @@ template <class R, class T> void reduce_fwd(ConstView<T> x, View<T> y, const Red
             for (int64_t j = 0; j < w; ++j)
               acc[j] = R::step(R::step(R::step(R::step(acc[j], s0[j]), s1[j]), s2[j]), s3[j]);
           }
-          for (; k < combos; ++k, r.next()) {
+          for (; k < k_end; ++k, r.next()) {
             const T* src = base + r.offset;
             for (int64_t j = 0; j < w; ++j) acc[j] = R::step(acc[j], src[j]);
           }
-          T* dst = py + row * m + c0;
-          for (int64_t j = 0; j < w; ++j) dst[j] = R::finish(acc[j], p.count);
+          if (chunks > 1) {
+            std::copy(acc, acc + w, partial.data() + (row * chunks + piece) * m + c0);
+          } else {
+            T* dst = py + row * m + c0;
+            for (int64_t j = 0; j < w; ++j) dst[j] = R::finish(acc[j], p.count);
+          }
         }
       });
+      for (int64_t row = 0; chunks > 1 && row < rows_out; ++row) {
+        const A* part = partial.data() + row * chunks * m;
+        for (int64_t j = 0; j < m; ++j) {
+          A a = part[j];
+          for (int64_t c = 1; c < chunks; ++c) a = R::merge(a, part[c * m + j]);
+          py[row * m + j] = R::finish(a, p.count);
+        }
+      }
       return;
     }
   }
