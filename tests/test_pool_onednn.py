@@ -188,6 +188,26 @@ def test_default_is_onednn_for_float32(kernel):
     np.testing.assert_array_equal(pool.call(kernel, None, x64, dy64), pool.call(kernel, "direct", x64, dy64))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tiling_windows_write_the_max_gradient_once_as_numpy(dtype, threads):
+    """2x2 windows, stride 2, on an even image: the windows tile it, and impl="auto" runs the direct
+    kernel, which writes each dx element once: dy at each window's first maximum, exactly zero
+    elsewhere (an infinite or NaN dy too)."""
+    rng = np.random.default_rng(5)
+    pool = Pool(rng, 3, 6, 8, 5, 2, 2, 2, 2, "VALID", x=rng.integers(-2, 3, (3, 6, 8, 5)).astype(dtype))
+    pool.dy = pool.dy.astype(dtype)
+    pool.dy[0, 0, 0, :2], pool.dy[2, 1, 3, 4] = [np.inf, -np.inf], np.nan
+    want = np.zeros_like(pool.x)
+    windows = pool.x.reshape(3, 3, 2, 4, 2, 5).transpose(0, 1, 3, 5, 2, 4).reshape(3, 3, 4, 5, 4)
+    first = windows.argmax(-1)  # row-major order in the window: its first maximum
+    n, oh, ow, c = np.indices(first.shape)
+    want[n, 2 * oh + first // 2, 2 * ow + first % 2, c] = pool.dy
+    got = pool.call("max_pool_bwd", None)
+    np.testing.assert_array_equal(got, want)
+    if dtype == np.float32:
+        np.testing.assert_array_equal(pool.call("max_pool_bwd", "onednn"), want)
+
+
 @pytest.mark.parametrize("kernel, dtype, impl, error, match", [
     ("max_pool_fwd", np.float32, "im2col", ValueError,
      "max_pool_fwd: impl must be 'auto', 'direct' or 'onednn', got 'im2col'"),

@@ -15,6 +15,8 @@
 // float32 only; "auto" uses them for float32 where they serve the call); these stay the reference,
 // and oneDNN's results keep their max rule.
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 #include <string>
 
 #include "kernels/impl.h"
@@ -85,13 +87,29 @@ template <class T> void max_pool_fwd(ConstView<T> x, View<T> y, const PoolGeom& 
   parallel_for(lines, grain, [&](int64_t lo, int64_t hi) { max_pool_lines(x.data, y.data, g, lo, hi); });
 }
 
+// out[c] = d[c] where the window's maximum of channel c is at offset at + c (where[c]), else 0: a
+// mask of d's bits (no branch to mispredict, and an Inf or NaN in d stays where it belongs).
+template <class T>
+void write_if_max(int64_t n, T* __restrict out, const T* __restrict d, const int32_t* __restrict where, int32_t at) {
+  using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  for (int64_t c = 0; c < n; ++c) {
+    U bits;
+    std::memcpy(&bits, d + c, sizeof bits);
+    bits &= U(0) - U(where[c] - at == int32_t(c));
+    std::memcpy(out + c, &bits, sizeof bits);
+  }
+}
+
 // dx[n, ih, iw, c] = sum of dy[n, oh, ow, c] over the windows whose FIRST maximum (in row-major scan
 // order of the window, as TensorFlow's MaxPoolGrad) is at (ih, iw); zero elsewhere. The maxima are
 // recomputed from x with the forward's rule, for all channels of a window at once (the per-channel
 // best value and its offset in the image, an int32 so that the loop vectorizes, sit in thread
 // scratch); y is only checked for its shape by the builder, which also bounds the image size.
+// Windows that tile the input (2x2, stride 2, say) write each dx element once: dy where it is the
+// window's maximum, else zero; otherwise dx is zeroed, then each window adds to its maximum.
 template <class T> void max_pool_bwd(ConstView<T> x, ConstView<T> dy, View<T> dx, const PoolGeom& g) {
   const int64_t image = g.h * g.w * g.c, work = std::max<int64_t>(1, g.oh * g.ow * g.kh * g.kw * g.c);
+  const bool tiles = g.tiles();
   parallel_for(g.n, std::max<int64_t>(1, kGrain / work), [&](int64_t lo, int64_t hi) {
     const int64_t C = g.c;  // a local: the stores to `where` could alias g.c
     T* best = thread_scratch<T>(C);
@@ -99,7 +117,7 @@ template <class T> void max_pool_bwd(ConstView<T> x, ConstView<T> dy, View<T> dx
     for (int64_t n = lo; n < hi; ++n) {
       const T* xn = x.data + n * image;
       T* dxn = dx.data + n * image;
-      std::fill(dxn, dxn + image, T(0));
+      if (!tiles) std::fill(dxn, dxn + image, T(0));
       for (int64_t oh = 0; oh < g.oh; ++oh) {
         const int64_t h0 = g.row_lo(oh), h1 = g.row_hi(oh);
         for (int64_t ow = 0; ow < g.ow; ++ow) {
@@ -120,7 +138,15 @@ template <class T> void max_pool_bwd(ConstView<T> x, ConstView<T> dy, View<T> dx
               }
             }
           const T* d = dy.data + ((n * g.oh + oh) * g.ow + ow) * g.c;
-          for (int64_t c = 0; c < C; ++c) dxn[where[c]] += d[c];
+          if (tiles) {
+            for (int64_t ih = h0; ih < h1; ++ih)
+              for (int64_t iw = w0; iw < w1; ++iw) {
+                const int32_t at = int32_t((ih * g.w + iw) * C);
+                write_if_max(C, dxn + at, d, where, at);
+              }
+          } else {
+            for (int64_t c = 0; c < C; ++c) dxn[where[c]] += d[c];
+          }
         }
       }
     }
@@ -216,10 +242,13 @@ void expect_same_shape(const char* op, const char* what, const Shape& got, const
 // (pool_onednn.cc), "auto" oneDNN for float32 where it serves the call, but the direct kernel for a
 // strided max forward: it needs no check for NaN after it, and splits even one image over the
 // threads by rows, so it is the faster there (bench_kernels' max_pool_fwd cases: ResNet-50's first
-// pool and its shortcuts' 1x1 subsample, Deep MNIST's pools). oneDNN's stays the faster for
+// pool and its shortcuts' 1x1 subsample, Deep MNIST's pools). The direct max backward is too where
+// the windows tile the input, writing dx once (max_pool_bwd/pool1 and pool2: one pass over x
+// against oneDNN's forward, its NaN check and its backward). oneDNN's stays the faster for
 // overlapping windows with stride 1, and for the average (avg_pool_fwd/inception_17x17).
 Step pick_impl(const KernelCall& c, PoolPass pass, const PoolGeom& g, Step direct_step) {
-  const bool direct_faster = pass == PoolPass::max_forward && (g.sh > 1 || g.sw > 1);
+  const bool direct_faster = (pass == PoolPass::max_forward && (g.sh > 1 || g.sw > 1)) ||
+                             (pass == PoolPass::max_backward && g.tiles());
   return choose_impl(
       c, "direct", direct_step, [&] { return onednn_pool_step(pass, g, c.in, c.out[0], direct_step); },
       direct_faster);

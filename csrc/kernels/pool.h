@@ -21,6 +21,8 @@ struct PoolGeom {
   // rows (columns) of the input are read by no window.
   int64_t pad_bottom() const { return (oh - 1) * sh + kh - h - pt; }
   int64_t pad_right() const { return (ow - 1) * sw + kw - w - pl; }
+  // Whether the windows tile the input: no padding, no overlap, every input position in one window.
+  bool tiles() const { return pt == 0 && pl == 0 && kh == sh && kw == sw && oh * sh == h && ow * sw == w; }
   int64_t image() const { return h * w * c; }     // elements of one input image
   int64_t out_image() const { return oh * ow * c; }  // of one output image
 };
