@@ -153,6 +153,23 @@ def test_matmul_takes_bfloat16_operands(ta, tb, threads):
         _close(got, oa @ ob, np.abs(oa) @ np.abs(ob), k, f"{m}x{n}x{k} ta={ta} tb={tb}")
 
 
+def test_a_large_product_repeats_bitwise_per_thread_count(threads):
+    """fc1's shape: with two threads it runs whole on oneDNN's OpenMP threads (its split of the
+    work, by the thread count), with one on one; each repeats its bits, and both are the product of
+    the rounded operands."""
+    rng = np.random.default_rng(11)
+    a = rounded(rng.standard_normal((50, 3136)).astype(np.float32))
+    b = rounded(rng.standard_normal((3136, 1024)).astype(np.float32))
+    runs = []
+    for _ in range(3):
+        runs.append(np.full((50, 1024), np.nan, np.float32))
+        _C.call("matmul_fwd", [as_bf16(a), as_bf16(b)], [runs[-1]], {})
+    for got in runs[1:]:
+        np.testing.assert_array_equal(got, runs[0])
+    oa, ob = a.astype(np.float64), b.astype(np.float64)
+    _close(runs[0], oa @ ob, np.abs(oa) @ np.abs(ob), 3136, "50x1024x3136")
+
+
 def test_batched_matmul_and_errors():
     rng = np.random.default_rng(9)
     a = rounded(rng.standard_normal((3, 40, 50)).astype(np.float32))

@@ -14,7 +14,9 @@
 //
 // onednn_gemm_bf16: the same primitive with bfloat16 operands and a float32 result (the plan's
 // bfloat16 products, pygrad/bfloat16.py): oneDNN's brgemm kernels for AVX512-BF16 (or AMX), which
-// accumulate in float32.
+// accumulate in float32. A large one runs whole on the OpenMP threads, split by oneDNN: its AMX
+// kernels take only dense operands, which pg/gemm.h's blocks of rows or columns are not (they ran
+// on AVX512-BF16's jit gemm instead).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -41,7 +43,8 @@ bool cpu_has_bfloat16() {
 namespace {
 
 using dnnl::memory;
-using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, memory::data_type>;
+// (transposes, m, n, k, leading dimensions, operand type, OpenMP threads it runs on)
+using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, memory::data_type, int>;
 
 struct Matmul {
   dnnl::matmul prim;
@@ -58,13 +61,13 @@ std::shared_ptr<const Matmul> matmul_for(const Key& key) {
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   if (cache.size() >= kMaxPrimitives) cache.clear();
-  const auto [ta, tb, m, n, k, lda, ldb, ldc, in_type] = key;
+  const auto [ta, tb, m, n, k, lda, ldb, ldc, in_type, threads] = key;
   memory::desc a({m, k}, in_type, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
   memory::desc b({k, n}, in_type, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
   memory::desc c({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
   std::shared_ptr<const Matmul> made;
   try {
-    OneOpenMPThread one;  // the implementation is chosen for the one thread it runs on
+    OpenMPThreads omp(threads);  // the implementation is chosen for the threads it runs on
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     dnnl::matmul::primitive_desc pd(onednn_engine(), a, b, c, attr);
@@ -76,13 +79,14 @@ std::shared_ptr<const Matmul> matmul_for(const Key& key) {
   return made;
 }
 
-// c = op(a) @ op(b) by the matmul primitive, a and b of in_type (T); false when oneDNN has only its
-// reference implementation.
+// c = op(a) @ op(b) by the matmul primitive on `threads` OpenMP threads, a and b of in_type (T);
+// false when oneDNN has only its reference implementation.
 template <class T>
 bool primitive_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-                    int64_t ldb, float* c, int64_t ldc, memory::data_type in_type) {
-  const std::shared_ptr<const Matmul> mm = matmul_for(Key{ta, tb, m, n, k, lda, ldb, ldc, in_type});
+                    int64_t ldb, float* c, int64_t ldc, memory::data_type in_type, int threads = 1) {
+  const std::shared_ptr<const Matmul> mm = matmul_for(Key{ta, tb, m, n, k, lda, ldb, ldc, in_type, threads});
   if (!mm) return false;
+  OpenMPThreads omp(threads);
   dnnl::engine& eng = onednn_engine();
   dnnl::stream stream(eng);
   auto in = [](const T* p) { return const_cast<T*>(p); };
@@ -110,9 +114,8 @@ bool onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float
 }
 
 bool onednn_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
-                      const BFloat16* b, int64_t ldb, float* c, int64_t ldc) {
-  OneOpenMPThread one;
-  return primitive_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, memory::data_type::bf16);
+                      const BFloat16* b, int64_t ldb, float* c, int64_t ldc, int threads) {
+  return primitive_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, memory::data_type::bf16, threads);
 }
 
 }  // namespace pg

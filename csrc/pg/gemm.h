@@ -4,6 +4,7 @@
 #include <cblas.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "pg/bfloat16.h"
 #include "pg/parallel.h"
@@ -15,9 +16,9 @@ namespace pg {
 // oneDNN has no implementation but its reference one for these strides.
 bool onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                   int64_t ldb, float* c, int64_t ldc);
-// The same with bfloat16 a and b, accumulated in float32.
+// The same with bfloat16 a and b, accumulated in float32, on `threads` OpenMP threads.
 bool onednn_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
-                      const BFloat16* b, int64_t ldb, float* c, int64_t ldc);
+                      const BFloat16* b, int64_t ldb, float* c, int64_t ldc, int threads = 1);
 // c [m, n] = a^T op(b) for 2 to 15 columns and 16 rows or more, by AVX-512 kernels
 // (kernels/thin_gemm.cc); false for other shapes (ta false among them) or where the CPU lacks AVX-512.
 bool thin_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
@@ -86,15 +87,21 @@ inline void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const B
 // c [m, n] = op(a) @ op(b) + beta * c, row-major; op(a) is [m, k] (a is [k, m] when ta), op(b) is
 // [k, n]. A product of at least kParallelFlops is split into one block of c's rows per thread (of
 // its columns when c is wider than tall), each a one-thread BLAS call; inside a parallel loop it
-// is one call. The split depends on the shape and the thread count only.
+// is one call. The split depends on the shape and the thread count only. A bfloat16 product runs
+// whole on oneDNN's OpenMP threads instead (where oneDNN serves it), which oneDNN splits by the
+// thread count.
 // a and b are T, c and beta C: the same type, or bfloat16 operands of a float32 product (beta 0).
 template <class T, class C>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, C beta,
           C* c) {
   constexpr int64_t kParallelFlops = int64_t{1} << 19, kMinBlock = 8;
-  if (get_num_threads() <= 1 || in_parallel_loop() || m * n * k < kParallelFlops) {
+  const int threads = get_num_threads();
+  if (threads <= 1 || in_parallel_loop() || m * n * k < kParallelFlops) {
     blas_gemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, n);
     return;
+  }
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    if (onednn_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, c, n, threads)) return;
   }
   if (m >= n) {
     parallel_for(m, kMinBlock, [&](int64_t lo, int64_t hi) {
