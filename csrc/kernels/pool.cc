@@ -16,8 +16,8 @@
 // and oneDNN's results keep their max rule.
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 
 #include "kernels/impl.h"
 #include "kernels/pool.h"
