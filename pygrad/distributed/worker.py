@@ -167,9 +167,9 @@ def run_worker(job, index, token, data):
                 if courier is not None:
                     start = time.perf_counter()
                     try:
-                        # (take raises what the courier's last exchange raised; weights a shard is
-                        # updating at this moment are installed before a later step instead)
-                        exchange.install(courier.take(exchange), wait=False)
+                        pulled = courier.take(exchange)  # raises what the courier's last exchange raised
+                        if pulled is not None:
+                            exchange.install(pulled)
                     except Exception as e:
                         summed, summed_steps, merged = None, 0, 0  # the push in flight is lost
                         generation, exchange = reconnect(e, generation, exchange)
@@ -299,7 +299,6 @@ class _Exchange:
         self._sess = sess
         self.by_shard = [[i for i, s in enumerate(job.specs) if s.shard == k] for k in range(job.num_shards)]
         self.base = [None] * job.num_shards  # None: nothing installed yet
-        self._left = {}  # shard -> what a pull gave that is not installed yet (install(wait=False))
         self.links = []
         try:
             for k, actor in enumerate(shards):
@@ -364,26 +363,17 @@ class _Exchange:
         self.counters["pull_seconds"] += time.perf_counter() - start
         return pulled
 
-    def install(self, pulled, wait=True):
-        """Loads the pulled weights into the replica (from shared memory, for a local link). pulled:
-        one pull's values per shard; None: only what an earlier call left. With wait=False, the
-        weights of a shard that is updating them in shared memory at that moment are left for the
-        next call, instead of waited for."""
+    def install(self, pulled):
+        """Loads the pulled weights into the replica (from shared memory, for a local link)."""
         start = time.perf_counter()
-        if pulled is not None:
-            self._left = dict(enumerate(pulled))
         sess, variables = self._sess, self._vars
-        for k in list(self._left):
-            done = self.links[k].install(
-                self._left[k], lambda name, value: sess.write_variable(variables[name], value),
+        for k, link in enumerate(self.links):
+            self.base[k], moved = link.install(
+                pulled[k], lambda name, value: sess.write_variable(variables[name], value),
                 lambda name, indices, rows: sess.copy_variable_rows(variables[name], indices, rows, True),
-                self.base[k], wait)
-            if done is not None:
-                self.base[k], moved = done
-                self.counters["bytes_pulled"] += moved
-                del self._left[k]
-        if pulled is not None:
-            self.counters["pulls"] += 1
+                self.base[k])
+            self.counters["bytes_pulled"] += moved
+        self.counters["pulls"] += 1
         self.counters["pull_seconds"] += time.perf_counter() - start
 
     def close(self):
