@@ -44,9 +44,9 @@ class _Replica:
         self.sess = tf.Session(graph=self.graph)
         self.sess.run(init)
 
-    def install(self, link, base):
+    def install(self, link, base, patience=None):
         return link.install(None, lambda n, v: self.sess.write_variable(self.vars[n], v),
-                            lambda n, i, r: self.sess.copy_variable_rows(self.vars[n], i, r, True), base)
+                            lambda n, i, r: self.sess.copy_variable_rows(self.vars[n], i, r, True), base, patience)
 
     def value(self, name):
         return self.sess.run(self.vars[name])
@@ -129,7 +129,7 @@ def test_the_shards_variables_are_its_shared_memory_and_an_install_waits_out_an_
     """The shard's session keeps its variables in the shared memory workers copy from (no copy per
     update): what its optimizer writes is there, and what is written there is what it updates. An
     install that starts while an update runs (the sequence count odd) waits for its end and gets
-    its version."""
+    its version, or after its patience copies nothing and says so."""
     shard, specs = _shard(lambda: tf.train.GradientDescentOptimizer(0.5))
     link_to_close = None
     try:
@@ -147,6 +147,8 @@ def test_the_shards_variables_are_its_shared_memory_and_an_install_waits_out_an_
 
         replica, done = _Replica(specs), []
         shard._endpoint.begin_write()
+        assert replica.install(link, None, patience=0.05) is None  # (a worker's loop goes on, and tries later)
+        np.testing.assert_array_equal(replica.value("w"), [0.0, 0.0])
         waiter = threading.Thread(target=lambda: done.append(replica.install(link, None)))
         waiter.start()
         waiter.join(0.3)

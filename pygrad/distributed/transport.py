@@ -310,15 +310,19 @@ class LocalLink:
     def pull(self, since):
         return None  # the weights are always in shared memory: `install` reads them
 
-    def install(self, pulled, write, write_rows, base):
+    def install(self, pulled, write, write_rows, base, patience=None):
         """Copies the shard's weights into the worker's session (write(name, array), write_rows(name,
         indices, rows)): every variable, but of those in row_local only the rows changed after
         version base (all, when base is None). Returns (their version, bytes copied). Waits while
-        the shard updates them, and copies again if an update began under the copy."""
+        the shard updates them, at most `patience` seconds (None: as long as it takes), after which
+        it returns None with nothing copied; copies again if an update began under the copy."""
         header = self.weights.header
+        deadline = None if patience is None else time.monotonic() + patience
         while True:
             before = int(header[0])
             if before % 2:  # the shard is updating them: an update takes milliseconds
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
                 time.sleep(0.0002)
                 continue
             moved = 0
@@ -358,7 +362,7 @@ class MessageLink:
     def pull(self, since):
         return self._wait(self._actor.pull(since))
 
-    def install(self, pulled, write, write_rows, base):
+    def install(self, pulled, write, write_rows, base, patience=None):
         """Loads a pull's values: arrays, and (rows, indices) of a variable's changed rows."""
         version, values = pulled
         moved = 0

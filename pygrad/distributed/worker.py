@@ -22,6 +22,12 @@ from pygrad import errors
 from pygrad.distributed.spec import EVENT_TOPIC, quiet_dead_actor_calls, read_model
 from pygrad.distributed.transport import LocalLink, MessageLink, nbytes, non_finite, scaled, to_bfloat16_bits
 
+# How long an overlapped async worker waits, before a step, for a shard still updating the weights
+# it would load: a short update (the softmax model's, tens of microseconds) is waited for, and the
+# step sees the worker's own last push; a long one (Adam over millions of weights, milliseconds) is
+# not, and its weights are loaded before a later step.
+INSTALL_PATIENCE = 0.001
+
 
 def _handles(job, generation=-1, timeout=60.0):
     """(generation, [actor per shard]) as the driver last published them, newer than generation."""
@@ -167,9 +173,9 @@ def run_worker(job, index, token, data):
                 if courier is not None:
                     start = time.perf_counter()
                     try:
-                        pulled = courier.take(exchange)  # raises what the courier's last exchange raised
-                        if pulled is not None:
-                            exchange.install(pulled)
+                        # (take raises what the courier's last exchange raised; weights a shard is
+                        # still updating after INSTALL_PATIENCE are installed before a later step)
+                        exchange.install(courier.take(exchange), INSTALL_PATIENCE)
                     except Exception as e:
                         summed, summed_steps, merged = None, 0, 0  # the push in flight is lost
                         generation, exchange = reconnect(e, generation, exchange)
@@ -299,6 +305,7 @@ class _Exchange:
         self._sess = sess
         self.by_shard = [[i for i, s in enumerate(job.specs) if s.shard == k] for k in range(job.num_shards)]
         self.base = [None] * job.num_shards  # None: nothing installed yet
+        self._left = {}  # shard -> what a pull gave that is not installed yet (install's patience)
         self.links = []
         try:
             for k, actor in enumerate(shards):
@@ -363,17 +370,26 @@ class _Exchange:
         self.counters["pull_seconds"] += time.perf_counter() - start
         return pulled
 
-    def install(self, pulled):
-        """Loads the pulled weights into the replica (from shared memory, for a local link)."""
+    def install(self, pulled, patience=None):
+        """Loads the pulled weights into the replica (from shared memory, for a local link). pulled:
+        one pull's values per shard; None: only what an earlier call left. With patience (seconds),
+        the weights of a shard still updating them in shared memory after that long are left for
+        the next call."""
         start = time.perf_counter()
+        if pulled is not None:
+            self._left = dict(enumerate(pulled))
         sess, variables = self._sess, self._vars
-        for k, link in enumerate(self.links):
-            self.base[k], moved = link.install(
-                pulled[k], lambda name, value: sess.write_variable(variables[name], value),
+        for k in list(self._left):
+            done = self.links[k].install(
+                self._left[k], lambda name, value: sess.write_variable(variables[name], value),
                 lambda name, indices, rows: sess.copy_variable_rows(variables[name], indices, rows, True),
-                self.base[k])
-            self.counters["bytes_pulled"] += moved
-        self.counters["pulls"] += 1
+                self.base[k], patience)
+            if done is not None:
+                self.base[k], moved = done
+                self.counters["bytes_pulled"] += moved
+                del self._left[k]
+        if pulled is not None:
+            self.counters["pulls"] += 1
         self.counters["pull_seconds"] += time.perf_counter() - start
 
     def close(self):
