@@ -6,6 +6,7 @@ test. Hand-computed cases, max ties and padding, bad input, the kernels called d
 identities, thread-count independence) and an optional TensorFlow cross-check follow."""
 import inspect
 import os
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -490,6 +491,31 @@ def test_conv_kernels_are_adjoint_deterministic_and_agree_across_threads():
     assert_close(y, ref_conv2d(x, f, (2, 2), "SAME"))
     dots = [np.vdot(y, dy), np.vdot(x, dx), np.vdot(f, df)]
     np.testing.assert_allclose(dots[1:], [dots[0]] * 2, rtol=1e-12)
+
+
+def test_a_kernel_whose_loop_runs_inline_gives_the_pools_bits():
+    """Two threads call the float64 filter gradient at once with two pygrad threads: while one's loop
+    holds the pool, the other's runs its chunks inline, as a loaded machine makes every loop do. Each
+    chunk's product must then still be one BLAS call, as on the pool, or the bits change."""
+    rng = _rng("inline")
+    x, dy = rng.standard_normal((12, 28, 28, 8)), rng.standard_normal((12, 14, 14, 16))
+    old = tf.get_num_threads()
+    tf.set_num_threads(2)
+    try:
+        want = _conv_call("conv2d_bwd_filter", [x, dy], (5, 5, 8, 16), (2, 2), (1, 1))
+        got = []
+        callers = [threading.Thread(target=lambda: got.extend(
+            _conv_call("conv2d_bwd_filter", [x, dy], (5, 5, 8, 16), (2, 2), (1, 1)) for _ in range(30)))
+            for _ in range(2)]
+        for t in callers:
+            t.start()
+        for t in callers:
+            t.join()
+    finally:
+        tf.set_num_threads(old)
+    assert len(got) == 60
+    for g in got:
+        np.testing.assert_array_equal(g, want)
 
 
 @pytest.mark.parametrize("call, error, match", [

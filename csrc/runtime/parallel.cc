@@ -83,7 +83,12 @@ class Pool {
     std::unique_lock<std::mutex> lock(loop_mu_, std::try_to_lock);
     if (lock.owns_lock() && !t_in_loop && wanted_ > 0) sample_machine();
     if (!lock.owns_lock() || t_in_loop || wanted_ == 0 || crowded_ || Clock::now() < solo_until_) {
-      for (int64_t c = 0; c < chunks; ++c) body(ctx, c);  // inline, the same chunks in order
+      // Inline, the same chunks in order, and each as on the pool: a loop inside one runs inline,
+      // and a product inside one is one BLAS call (pg/gemm.h), so the bits do not change.
+      const bool outer = t_in_loop;
+      t_in_loop = true;
+      for (int64_t c = 0; c < chunks; ++c) body(ctx, c);
+      t_in_loop = outer;
       return;
     }
     start_helpers();
