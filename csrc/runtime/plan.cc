@@ -20,18 +20,15 @@ Block::Block(int64_t bytes) : bytes_(bytes) {
   void* p = std::aligned_alloc(64, size_t(size));
   if (!p) throw std::bad_alloc();
   std::memset(p, 0, size_t(size));
-  owned_.reset(p);
+  ptr_.reset(p, std::free);
 }
 
 Block Block::borrowed(void* data, int64_t bytes, std::shared_ptr<void> owner) {
   Block b;
-  b.borrowed_ = data;
-  b.owner_ = std::move(owner);
+  b.ptr_ = std::shared_ptr<void>(std::move(owner), data);  // owner's count, data's address
   b.bytes_ = bytes;
   return b;
 }
-
-void Block::Free::operator()(void* p) const { std::free(p); }
 
 // ---- variables ----
 

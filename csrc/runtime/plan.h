@@ -22,17 +22,14 @@ class Block {
  public:
   Block() = default;
   explicit Block(int64_t bytes);
+  Block(Block&&) = default;  // moved, never copied: one Block per allocation
+  Block& operator=(Block&&) = default;
   static Block borrowed(void* data, int64_t bytes, std::shared_ptr<void> owner);
-  void* data() const { return owned_ ? owned_.get() : borrowed_; }
+  void* data() const { return ptr_.get(); }
   int64_t bytes() const { return bytes_; }
 
  private:
-  struct Free {
-    void operator()(void* p) const;
-  };
-  std::unique_ptr<void, Free> owned_;
-  void* borrowed_ = nullptr;
-  std::shared_ptr<void> owner_;  // keeps borrowed_ alive
+  std::shared_ptr<void> ptr_;  // frees what it allocated; a borrowed block's shares its owner
   int64_t bytes_ = 0;
 };
 

@@ -122,9 +122,14 @@ class Shared:
         self.header = np.ndarray((2,), np.int64, self._map, 0)
         self.rows = np.ndarray((len(sparse),), np.int64, self._map, 16)  # (the map's size fits them: layout)
 
-
     def arrays(self, places):
         return {n: np.ndarray(shape, dtype, self._map, offset) for n, (offset, shape, dtype) in places.items()}
+
+    def variables(self, places):
+        """({variable: its values}, {sparse variable: the version that last changed each row}) of a
+        weights file laid out by places (layout's)."""
+        return (self.arrays({n: p for n, p in places.items() if ":" not in n}),
+                self.arrays({n[:-9]: p for n, p in places.items() if n.endswith(":versions")}))
 
 
 def remove_local_files(run_id):
@@ -160,10 +165,8 @@ class LocalEndpoint:
         self.places, size = layout(specs)
         self._sparse = _sparse_names(specs)
         self.weights = Shared(os.path.join(self.directory, "weights"), self._sparse, size)
-        # The shard's session keeps its variables in these arrays (Session.place_variable), and
-        # the version that last changed each row of a sparse variable in `versions`.
-        self.weight_views = self.weights.arrays({n: p for n, p in self.places.items() if ":" not in n})
-        self.versions = self.weights.arrays({n[:-9]: p for n, p in self.places.items() if n.endswith(":versions")})
+        # The shard's session keeps its variables in weight_views (Session.place_variable).
+        self.weight_views, self.versions = self.weights.variables(self.places)
         self.slot_places, slot_size = layout(specs, compression)
         self._slots = [Shared(os.path.join(self.directory, f"grads-{w}"), self._sparse, slot_size)
                        for w in range(num_workers)]
@@ -273,8 +276,7 @@ class LocalLink:
             self._conn.close()
             raise
         self._views = self._slot.arrays(self._slot_places)
-        self._weight_views = self.weights.arrays({n: p for n, p in self.places.items() if ":" not in n})
-        self._versions = self.weights.arrays({n[:-9]: p for n, p in self.places.items() if n.endswith(":versions")})
+        self._weight_views, self._versions = self.weights.variables(self.places)
 
     def start_push(self, worker, token, step, base, grads):
         """Writes grads ({name: array, or (values, indices) for a sparse variable}) into the slot and
@@ -314,8 +316,9 @@ class LocalLink:
         """Copies the shard's weights into the worker's session (write(name, array), write_rows(name,
         indices, rows)): every variable, but of those in row_local only the rows changed after
         version base (all, when base is None). Returns (their version, bytes copied). Waits while
-        the shard updates them, at most `patience` seconds (None: as long as it takes), after which
-        it returns None with nothing copied; copies again if an update began under the copy."""
+        the shard updates them, before the copy at most `patience` seconds (None: as long as it
+        takes), after which it returns None with nothing copied; copies again, however long that
+        takes, if an update began under the copy."""
         header = self.weights.header
         deadline = None if patience is None else time.monotonic() + patience
         while True:
@@ -325,6 +328,7 @@ class LocalLink:
                     return None
                 time.sleep(0.0002)
                 continue
+            deadline = None  # copying: a torn copy is taken again, whatever the wait
             moved = 0
             for n, view in self._weight_views.items():
                 if n in self._row_local and base is not None:
