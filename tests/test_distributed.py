@@ -379,16 +379,18 @@ def test_bad_arguments_are_refused_before_anything_starts():
 
 @pytest.mark.parametrize("overlap", [True, False])
 def test_the_softmax_example_trains_with_two_async_workers(mnist_dir, overlap):
-    """Measured on the development machine (3 runs each; async, so runs differ): with pushes and
-    pulls in the loop 0.8991, 0.9039, 0.8987; overlapped with compute 0.8850, 0.8814, 0.8567, 0.8928,
-    0.8597, 0.8908, 0.8778 (fewer updates: a push due while the last is under way waits, and the next
-    carries their mean)."""
+    """300 steps per worker, where one process's test accuracy has settled (0.9017-0.9191 at every
+    step from 300 to 600 of GradientDescentOptimizer(0.5) at batch 100; 0.9102 after 600). Measured
+    on the development machine: with pushes and pulls in the loop 0.9136 in 3 runs; overlapped with
+    compute 0.8801-0.9124 in 51 runs, 49 of them above 0.90. Overlapped runs differ: a push due while
+    the last is under way waits and the next carries their mean (194-417 updates applied), and a
+    worker the machine's other processes hold back sees gradients up to 5 versions stale."""
     pytest.importorskip("distributed")
     out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "distributed", "softmax_ps.py"),
-                          "--data-dir", mnist_dir, "--workers", "2", "--steps", "100", "--no-progress"]
+                          "--data-dir", mnist_dir, "--workers", "2", "--steps", "300", "--no-progress"]
                          + ([] if overlap else ["--no-overlap"]),
                          check=False, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     last = out.stdout.strip().splitlines()[-1]
     assert re.fullmatch(r"test accuracy: 0\.\d{4}", last)
-    assert float(last.split()[-1]) > (0.84 if overlap else 0.88)
+    assert float(last.split()[-1]) > (0.86 if overlap else 0.90)
