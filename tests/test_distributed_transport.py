@@ -6,6 +6,7 @@ import asyncio
 import glob
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -157,6 +158,52 @@ def test_the_shards_variables_are_its_shared_memory_and_an_install_waits_out_an_
         waiter.join(10)
         assert done and done[0][0] == 7
         np.testing.assert_array_equal(replica.value("w"), [9.0, 18.0])
+    finally:
+        if link_to_close is not None:
+            link_to_close.close()
+        asyncio.run(shard.close())
+
+
+@needs_local_link
+def test_an_update_waits_for_a_copy_under_way_and_not_for_a_worker_gone(monkeypatch):
+    """A shard's update that would start under a worker's copy of the weights waits for the copy's
+    end, so the copy is not torn and taken again; a mark its worker left (killed mid-copy) holds an
+    update back READER_WAIT seconds at most."""
+    shard, specs = _shard(lambda: tf.train.GradientDescentOptimizer(0.5))
+    link_to_close = None
+    try:
+        link, _ = _link(shard, specs)
+        link_to_close = link
+        replica, copying, release, writes, begun = _Replica(specs), threading.Event(), threading.Event(), [], []
+
+        def write(name, value):
+            writes.append(name)
+            copying.set()
+            release.wait(10)
+            replica.sess.write_variable(replica.vars[name], value)
+
+        monkeypatch.setattr(transport, "READER_WAIT", 10.0)
+        done = []
+        copier = threading.Thread(target=lambda: done.append(link.install(None, write, None, None)))
+        copier.start()
+        assert copying.wait(10)
+        writer = threading.Thread(target=lambda: begun.append(shard._endpoint.begin_write()))
+        writer.start()
+        writer.join(0.3)
+        assert writer.is_alive() and link.weights.header[0] % 2 == 0  # the update waits
+        release.set()
+        copier.join(10)
+        writer.join(10)
+        assert done and done[0][0] == 0 and sorted(writes) == ["emb", "w"]  # one copy, not torn
+        assert begun and link.weights.header[0] % 2 == 1
+        shard._endpoint.end_write(0)
+
+        monkeypatch.setattr(transport, "READER_WAIT", 0.05)
+        link._slot.header[0] = 1  # a worker killed while copying
+        start = time.monotonic()
+        shard._endpoint.begin_write()
+        assert 0.05 <= time.monotonic() - start < 5 and link.weights.header[0] % 2 == 1
+        shard._endpoint.end_write(0)
     finally:
         if link_to_close is not None:
             link_to_close.close()

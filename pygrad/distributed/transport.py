@@ -8,7 +8,8 @@ interface (`start_push` then `finish_push`, `pull`, then `install`).
   worker has a gradient slot there too; it writes its gradients into its slot and sends a few
   bytes over a Unix socket, the shard feeds them to its update straight from the slot and answers
   with its new version, and a pull is a copy from shared memory into the worker's session, with no
-  message, taken again if an update overlapped it. The files live in a
+  message. An update waits for a copy under way (at most `READER_WAIT`); a copy an update overlapped
+  all the same is taken again. The files live in a
   directory of the shard's under /dev/shm, readable by its user only (mode 0700); a worker
   authenticates with its token when it connects. A worker tries this link first: the directory
   exists only on the shard's host, and elsewhere it falls back to messages.
@@ -40,13 +41,16 @@ _HELLO = struct.Struct("<qq")     # worker index, token length (then the token)
 _REQUEST = struct.Struct("<qq")   # step, base version
 _REPLY = struct.Struct("<qqqq")   # code, version, staleness, message length (then the message)
 STATUSES = ("applied", "scaled", "stale", "late")
+# How long a shard's update waits for workers copying its weights before it starts anyway.
+READER_WAIT = 0.02
 _REFUSED, _TIMEOUT, _FAILED = -1, -2, -3
 
 
 def layout(specs, compression=None):
     """({name: (offset, shape, dtype)}, bytes) of specs' arrays in one segment, after a header of
     int64 words: the sequence number, the version, and the rows pushed of each sparse spec
-    (`.sparse`). A sparse spec also gets "name:indices", int64 rows (in a gradient slot: the rows
+    (`.sparse`); in a worker's gradient slot, the first word is set while that worker copies the
+    weights. A sparse spec also gets "name:indices", int64 rows (in a gradient slot: the rows
     pushed; its values' first dimension is the variable's rows, at most that many distinct rows
     are pushed at once) and "name:versions", the version that last changed each row (in the
     weights). compression="bfloat16": float32 gradients (a slot's) are the bits of bfloat16."""
@@ -184,7 +188,14 @@ class LocalEndpoint:
 
     def begin_write(self):
         """The weights are about to change in place (the shard's session updates them in this
-        memory): an install that overlaps the change retries."""
+        memory): an install that overlaps the change retries. Waits first while a worker copies
+        them (a copy takes milliseconds), up to READER_WAIT seconds (a killed worker's mark stays),
+        so that the copy is not torn and taken again after this update."""
+        deadline = None
+        for slot in self._slots:
+            while slot.header[0] and (deadline is None or time.monotonic() < deadline):
+                deadline = deadline or time.monotonic() + READER_WAIT
+                time.sleep(0.0001)
         self.weights.header[0] += 1  # odd: being written
 
     def end_write(self, version):
@@ -330,15 +341,19 @@ class LocalLink:
                 continue
             deadline = None  # copying: a torn copy is taken again, whatever the wait
             moved = 0
-            for n, view in self._weight_views.items():
-                if n in self._row_local and base is not None:
-                    changed = np.flatnonzero(self._versions[n] > base)
-                    rows = view[changed]
-                    write_rows(n, changed, rows)
-                    moved += rows.nbytes
-                else:
-                    write(n, view)
-                    moved += view.nbytes
+            self._slot.header[0] = 1  # copying (the shard's next update waits for it)
+            try:
+                for n, view in self._weight_views.items():
+                    if n in self._row_local and base is not None:
+                        changed = np.flatnonzero(self._versions[n] > base)
+                        rows = view[changed]
+                        write_rows(n, changed, rows)
+                        moved += rows.nbytes
+                    else:
+                        write(n, view)
+                        moved += view.nbytes
+            finally:
+                self._slot.header[0] = 0
             version = int(header[1])
             if int(header[0]) == before:
                 return version, moved
