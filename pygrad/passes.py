@@ -6,6 +6,7 @@ from pygrad.dead_steps import drop_dead_steps
 from pygrad.fold_constants import fold_batch_norms, fold_constants
 from pygrad.fuse_checks import fuse_finite_checks
 from pygrad.fuse_elementwise import fuse_elementwise
+from pygrad.fuse_pool_grads import fuse_pool_relu_grads
 from pygrad.fusion import accumulate_read_gradients, elide_loop_copies, fuse, fuse_epilogues, fuse_input_pads
 
 
@@ -16,6 +17,7 @@ def optimize(program, fetches, bfloat16=False):
     fuse_input_pads(program, fetches)
     fuse_epilogues(program, fetches)  # a convolution's bias, batch norm, shortcut and activation
     fold_batch_norms(program)  # a constant scale into a constant filter
+    fuse_pool_relu_grads(program, fetches)  # a max pool's gradient and its relu's
     fuse_finite_checks(program, fetches)  # reduce_all(is_finite(g * s)) in one pass
     elide_loop_copies(program, fetches)
     accumulate_read_gradients(program, fetches)

@@ -20,7 +20,7 @@ LAYERS = [
     ("gradients", ["pygrad.gradients", "pygrad.control_flow_grad"]),
     ("lowering", ["pygrad.lowering", "pygrad.host", "pygrad.session_store", "pygrad.passes", "pygrad.fusion",
                   "pygrad.fuse_elementwise", "pygrad.dead_steps", "pygrad.bfloat16", "pygrad.fold_constants",
-                  "pygrad.plan_emit", "pygrad.fuse_checks"]),
+                  "pygrad.plan_emit", "pygrad.fuse_checks", "pygrad.fuse_pool_grads"]),
     ("session", ["pygrad.session", "pygrad.plan_cache", "pygrad._run", "pygrad.step_stats"]),
     ("api", ["pygrad.train", "pygrad.train.*", "pygrad.mixed_precision", "pygrad.mixed_precision.*",
              "pygrad.nn", "pygrad.platform", "pygrad.platform.*", "pygrad.layers", "pygrad.layers.*", "pygrad.losses", "pygrad.metrics", "pygrad.metrics.*", "pygrad.estimator", "pygrad.estimator.*",

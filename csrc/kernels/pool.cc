@@ -88,14 +88,16 @@ template <class T> void max_pool_fwd(ConstView<T> x, View<T> y, const PoolGeom& 
 }
 
 // out[c] = d[c] where the window's maximum of channel c is at offset at + c (where[c]), else 0: a
-// mask of d's bits (no branch to mispredict, and an Inf or NaN in d stays where it belongs).
-template <class T>
-void write_if_max(int64_t n, T* __restrict out, const T* __restrict d, const int32_t* __restrict where, int32_t at) {
+// mask of d's bits (no branch to mispredict, and an Inf or NaN in d stays where it belongs). Relu:
+// also 0 where x[c] (the input there, a relu's output) is not above 0, as ReluGrad(x, dx) zeroes it.
+template <bool Relu, class T>
+void write_if_max(int64_t n, T* __restrict out, const T* __restrict d, const int32_t* __restrict where, int32_t at,
+                  const T* __restrict x) {
   using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
   for (int64_t c = 0; c < n; ++c) {
     U bits;
     std::memcpy(&bits, d + c, sizeof bits);
-    bits &= U(0) - U(where[c] - at == int32_t(c));
+    bits &= U(0) - U((where[c] - at == int32_t(c)) & (!Relu || x[c] > T(0)));
     std::memcpy(out + c, &bits, sizeof bits);
   }
 }
@@ -107,7 +109,9 @@ void write_if_max(int64_t n, T* __restrict out, const T* __restrict d, const int
 // scratch); y is only checked for its shape by the builder, which also bounds the image size.
 // Windows that tile the input (2x2, stride 2, say) write each dx element once: dy where it is the
 // window's maximum, else zero; otherwise dx is zeroed, then each window adds to its maximum.
-template <class T> void max_pool_bwd(ConstView<T> x, ConstView<T> dy, View<T> dx, const PoolGeom& g) {
+// Relu (windows that tile only): x is a relu's output and dx goes on to its gradient, ReluGrad(x,
+// dx), which this applies as it writes dx (the fusion pass's max_pool_bwd with relu=1).
+template <bool Relu, class T> void max_pool_bwd(ConstView<T> x, ConstView<T> dy, View<T> dx, const PoolGeom& g) {
   const int64_t image = g.h * g.w * g.c, work = std::max<int64_t>(1, g.oh * g.ow * g.kh * g.kw * g.c);
   const bool tiles = g.tiles();
   parallel_for(g.n, std::max<int64_t>(1, kGrain / work), [&](int64_t lo, int64_t hi) {
@@ -142,7 +146,7 @@ template <class T> void max_pool_bwd(ConstView<T> x, ConstView<T> dy, View<T> dx
             for (int64_t ih = h0; ih < h1; ++ih)
               for (int64_t iw = w0; iw < w1; ++iw) {
                 const int32_t at = int32_t((ih * g.w + iw) * C);
-                write_if_max(C, dxn + at, d, where, at);
+                write_if_max<Relu>(C, dxn + at, d, where, at, xn + at);
               }
           } else {
             for (int64_t c = 0; c < C; ++c) dxn[where[c]] += d[c];
@@ -261,8 +265,9 @@ void direct_max_pool_fwd(const float* x, float* y, const PoolGeom& g) {
 }
 
 void direct_max_pool_bwd(const float* x, const float* dy, float* dx, const PoolGeom& g) {
-  max_pool_bwd<float>(ConstView<float>(x, Shape{g.n, g.h, g.w, g.c}), ConstView<float>(dy, Shape{g.n, g.oh, g.ow, g.c}),
-                      View<float>{dx, Shape{g.n, g.h, g.w, g.c}}, g);
+  max_pool_bwd<false, float>(ConstView<float>(x, Shape{g.n, g.h, g.w, g.c}),
+                             ConstView<float>(dy, Shape{g.n, g.oh, g.ow, g.c}), View<float>{dx, Shape{g.n, g.h, g.w, g.c}},
+                             g);
 }
 
 Step build_max_pool_fwd(const KernelCall& c) {
@@ -283,9 +288,16 @@ Step build_max_pool_bwd(const KernelCall& c) {
   expect_same_shape(c.kernel.c_str(), "dx", dx.shape, "x", x.shape);
   PG_CHECK(g.h * g.w * g.c < (int64_t{1} << 31), c.kernel.c_str(),
            "images of 2^31 elements or more are not supported, got input %s", x.shape.str().c_str());
+  if (c.attrs.i("relu", int64_t{0}) != 0) {  // the direct kernel alone, where it writes dx once
+    PG_CHECK(g.tiles(), c.kernel.c_str(), "relu=1 needs windows that tile the input (no padding, ksize == strides)");
+    return dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
+      using T = decltype(t);
+      return [=](Frame& f) { max_pool_bwd<true, T>(cview<T>(f, x), cview<T>(f, dy), view<T>(f, dx), g); };
+    });
+  }
   return pick_impl(c, PoolPass::max_backward, g, dispatch_float(x.dtype, c.kernel.c_str(), [&](auto t) -> Step {
     using T = decltype(t);
-    return [=](Frame& f) { max_pool_bwd<T>(cview<T>(f, x), cview<T>(f, dy), view<T>(f, dx), g); };
+    return [=](Frame& f) { max_pool_bwd<false, T>(cview<T>(f, x), cview<T>(f, dy), view<T>(f, dx), g); };
   }));
 }
 
