@@ -4,23 +4,14 @@ import numpy as np
 import pytest
 
 import pygrad as tf
-from pygrad import _C, passes
+from pygrad import _C
 
-
-def _steps(sess):
-    """[op type + the types of the ops fused into it] of each step of the last signature's plan."""
-    compiled = list(sess.plans.values())[-1]
-    return ["+".join([op.type] + [o.type for o in fused]) for op, fused in zip(compiled.step_ops,
-                                                                               compiled.step_fused)]
+from plan_testing import plan_steps, without_pass
 
 
 @pytest.fixture
 def unfused(monkeypatch):
-    def run(fn):
-        with monkeypatch.context() as m:
-            m.setattr(passes, "fuse_finite_checks", lambda program, fetched: None)
-            return fn()
-    return run
+    return without_pass(monkeypatch, "fuse_finite_checks")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -31,7 +22,7 @@ def test_a_check_of_a_fed_array_is_one_step(dtype):
         with tf.Session() as sess:
             for value, want in [(np.ones((5000, 7)), True), (np.zeros((0, 7)), True)]:
                 assert sess.run(ok, {x: value.astype(dtype)}) == want
-            assert _steps(sess) == ["IsFinite+All"]
+            assert plan_steps(sess) == ["IsFinite+All"]
             for bad in (np.inf, -np.inf, np.nan):
                 value = np.ones((5000, 7), dtype)
                 value[4321, 3] = bad
@@ -51,7 +42,7 @@ def test_an_unscaling_multiply_and_its_check_are_one_step_with_the_same_values(u
             ok_left = tf.reduce_all(tf.is_finite(left))
             with tf.Session() as sess:
                 out = [sess.run([unscaled, ok, left, ok_left], {x: g, scale: s}) for s in (512.0, 1e-38, 0.0)]
-                return out, _steps(sess)
+                return out, plan_steps(sess)
 
     fused, steps = run()
     plain, plain_steps = unfused(run)
@@ -72,10 +63,10 @@ def test_a_check_whose_values_are_read_elsewhere_is_left_alone():
             value = np.ones((4, 3), np.float32)
             value[2, 1] = np.nan
             np.testing.assert_array_equal(sess.run(rows, {x: value}), [True, True, False, True])
-            assert "IsFinite+All" not in _steps(sess)
+            assert "IsFinite+All" not in plan_steps(sess)
             both = sess.run([tf.reduce_all(finite), finite], {x: value})  # the bools fetched
             assert not both[0] and not both[1][2, 1]
-            assert "IsFinite+All" not in _steps(sess)
+            assert "IsFinite+All" not in plan_steps(sess)
 
 
 def test_dynamic_loss_scaling_trains_as_unfused(unfused):
@@ -96,7 +87,7 @@ def test_dynamic_loss_scaling_trains_as_unfused(unfused):
                 sess.run(tf.global_variables_initializer())
                 for b in batches:
                     sess.run(train, {x: b})
-                steps = _steps(sess)
+                steps = plan_steps(sess)
                 return sess.run([w, opt._loss_scale()]), steps
 
     (w, scale), steps = run()

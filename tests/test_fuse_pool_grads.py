@@ -4,23 +4,13 @@ import numpy as np
 import pytest
 
 import pygrad as tf
-from pygrad import passes
 
-
-def _steps(sess):
-    """[op type + the types of the ops fused into it] of each step of the last signature's plan."""
-    compiled = list(sess.plans.values())[-1]
-    return ["+".join([op.type] + [o.type for o in fused]) for op, fused in zip(compiled.step_ops,
-                                                                               compiled.step_fused)]
+from plan_testing import plan_steps, without_pass
 
 
 @pytest.fixture
 def unfused(monkeypatch):
-    def run(fn):
-        with monkeypatch.context() as m:
-            m.setattr(passes, "fuse_pool_relu_grads", lambda program, fetched: None)
-            return fn()
-    return run
+    return without_pass(monkeypatch, "fuse_pool_relu_grads")
 
 
 def _numpy_grad(h, dy, k):
@@ -62,7 +52,7 @@ def test_the_fused_gradient_is_numpys_and_the_unfused_steps_bits(dtype, k, paddi
         with tf.Graph().as_default():
             x, dy, dx = _pool_grad_graph(dtype, shape, (k, k), (k, k), padding)
             with tf.Session() as sess:
-                return sess.run(dx, {x: x_value, dy: dy_value}), _steps(sess)
+                return sess.run(dx, {x: x_value, dy: dy_value}), plan_steps(sess)
 
     fused, steps = run()
     plain, plain_steps = unfused(run)
@@ -85,7 +75,7 @@ def test_nan_in_the_relus_output_gives_the_unfused_bits(unfused):
         with tf.Graph().as_default():
             x, dy, dx = _pool_grad_graph(tf.float32, (2, 8, 8, 16), (2, 2), (2, 2), "VALID")
             with tf.Session() as sess:
-                return sess.run(dx, {x: x_value, dy: dy_value}), _steps(sess)
+                return sess.run(dx, {x: x_value, dy: dy_value}), plan_steps(sess)
 
     fused, steps = run()
     plain, _ = unfused(run)
@@ -108,7 +98,7 @@ def test_windows_that_do_not_tile_stay_two_steps_with_the_same_values(shape, ksi
         with tf.Graph().as_default():
             x, dy, dx = _pool_grad_graph(tf.float32, shape, ksize, strides, padding)
             with tf.Session() as sess:
-                return sess.run(dx, {x: x_value, dy: dy_value}), _steps(sess)
+                return sess.run(dx, {x: x_value, dy: dy_value}), plan_steps(sess)
 
     fused, steps = run()
     plain, _ = unfused(run)
@@ -125,7 +115,7 @@ def test_a_fetched_pool_gradient_is_not_fused():
         with tf.Session() as sess:
             x_value = np.random.default_rng(3).standard_normal((2, 8, 8, 4)).astype(np.float32)
             dh_value, dx_value = sess.run([dh, dx], {x: x_value})
-            assert "ReluGrad" in _steps(sess)
+            assert "ReluGrad" in plan_steps(sess)
             np.testing.assert_array_equal(dx_value, np.where(x_value > 0, dh_value, 0))
 
 
@@ -151,7 +141,7 @@ def test_a_convnet_trains_to_the_unfused_weights_bitwise(unfused):
             with tf.Session() as sess:
                 sess.run(tf.global_variables_initializer())
                 losses = [sess.run([train, loss], {x: images, y: labels})[1] for _ in range(5)]
-                steps = _steps(sess)
+                steps = plan_steps(sess)
                 return losses, sess.run(tf.trainable_variables()), steps
 
     losses, weights, steps = run()
