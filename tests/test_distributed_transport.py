@@ -210,6 +210,36 @@ def test_an_update_waits_for_a_copy_under_way_and_not_for_a_worker_gone(monkeypa
         asyncio.run(shard.close())
 
 
+@needs_local_link
+def test_an_install_under_an_update_a_dead_shard_left_fails_instead_of_waiting_forever():
+    """A shard killed between begin_write and end_write leaves its weights' count odd for good: the
+    worker's install notices the shard's end of the link closed and raises ConnectionError (a
+    failure to reach a shard, which the worker's loop recovers from) instead of spinning."""
+    shard, specs = _shard(lambda: tf.train.GradientDescentOptimizer(0.5))
+    link, _ = _link(shard, specs)
+    try:
+        replica, outcome = _Replica(specs), []
+
+        def install():
+            try:
+                outcome.append(replica.install(link, None))
+            except ConnectionError as e:
+                outcome.append(e)
+
+        shard._endpoint.begin_write()
+        waiter = threading.Thread(target=install)
+        waiter.start()
+        waiter.join(0.3)
+        assert waiter.is_alive() and not outcome  # a live shard's update is waited for
+        asyncio.run(shard.close())  # its sockets closed, as a dead process's are
+        waiter.join(10)
+        assert not waiter.is_alive() and isinstance(outcome[0], ConnectionError), outcome
+        assert "closed its link" in str(outcome[0]) and "parameter-server shard" not in str(outcome[0])
+    finally:
+        link.close()
+        asyncio.run(shard.close())
+
+
 def test_a_placed_variable_lives_in_its_array_and_cannot_move_once_a_plan_uses_it():
     with tf.Graph().as_default() as g:
         v = tf.Variable([1.0, 2.0, 3.0], name="v")

@@ -23,6 +23,7 @@ the bits of bfloat16 (`to_bfloat16_bits`, `from_bfloat16_bits`).
 import glob
 import mmap
 import os
+import select
 import shutil
 import socket
 import struct
@@ -272,6 +273,7 @@ class LocalLink:
         self._slot_places, _ = layout(specs, compression)
         self._row_local = set(row_local)
         self._sparse = _sparse_names(specs)
+        self._directory = directory
         self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._conn.settimeout(timeout)
         try:
@@ -329,14 +331,19 @@ class LocalLink:
         version base (all, when base is None). Returns (their version, bytes copied). Waits while
         the shard updates them, before the copy at most `patience` seconds (None: as long as it
         takes), after which it returns None with nothing copied; copies again, however long that
-        takes, if an update began under the copy."""
+        takes, if an update began under the copy. Raises ConnectionError when the shard died in the
+        middle of an update (its socket closed), which no wait would end."""
         header = self.weights.header
-        deadline = None if patience is None else time.monotonic() + patience
+        start = time.monotonic()
+        deadline = None if patience is None else start + patience
         while True:
             before = int(header[0])
             if before % 2:  # the shard is updating them: an update takes milliseconds
                 if deadline is not None and time.monotonic() >= deadline:
                     return None
+                if time.monotonic() - start > 0.05 and self._closed_by_shard():
+                    raise ConnectionError(f"the shard at {self._directory} closed its link in the middle of an "
+                                          f"update (it died): its weights there are torn")
                 time.sleep(0)  # (yields the core: a sleep of 0.2 ms made softmax runs less accurate)
                 continue
             deadline = None  # copying: a torn copy is taken again, whatever the wait
@@ -357,6 +364,13 @@ class LocalLink:
             version = int(header[1])
             if int(header[0]) == before:
                 return version, moved
+
+    def _closed_by_shard(self):
+        """Whether the shard's end of the socket is closed (a dead shard): a poll for the hang-up
+        alone, which reads nothing of a reply the courier may be waiting for."""
+        poller = select.poll()
+        poller.register(self._conn, getattr(select, "POLLRDHUP", 0) | select.POLLHUP | select.POLLERR)
+        return bool(poller.poll(0))
 
     def close(self):
         self._conn.close()
