@@ -7,8 +7,7 @@ A convnet's conv, relu, max pool (TF's Deep MNIST tutorial, VGG, AlexNet) has th
     dz = ReluGrad(h, dh)            dh where h > 0, else 0
 
 Unfused, dh is written and read again, and h read twice: at batch 256 of Deep MNIST's first layer
-([256, 28, 28, 32], 25.7 MB each) the ReluGrad step alone took 5.2 ms of a 136 ms step at one
-thread. Where the pool's windows tile its input (no padding, ksize == strides, the image a multiple
+([256, 28, 28, 32]) each is 25.7 MB, and the ReluGrad step is a pass over three of them. Where the pool's windows tile its input (no padding, ksize == strides, the image a multiple
 of the window: 2x2 stride 2 on an even image) the kernel writes each dx element once, so both fit
 one step: max_pool_bwd with relu=1 writes dy where the window's maximum is and h > 0, and 0
 elsewhere (csrc/kernels/pool.cc), bitwise as the two steps (dy's Inf and NaN where they belong, 0
