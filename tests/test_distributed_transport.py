@@ -3,6 +3,7 @@ local link through shared memory and a Unix socket against the shard's rules and
 messages, sparse pushes of IndexedSlices gradients and partial pulls, and async pushes overlapped
 with compute. The shard's rules without Dask are exercised on a ParameterShard directly."""
 import asyncio
+import contextlib
 import glob
 import os
 import threading
@@ -59,14 +60,33 @@ def _link(shard, specs, worker=0, token=None):
                                endpoint["row_local"]), endpoint
 
 
+@contextlib.contextmanager
+def _serving(optimizer):
+    """(shard, specs, open_link): a shard of _shard's variables, and open_link(worker=0, token=None),
+    which opens a local link to it as _link does; on leaving, the links are closed, then the shard."""
+    shard, specs = _shard(optimizer)
+    links = []
+
+    def open_link(**kw):
+        made = _link(shard, specs, **kw)
+        links.append(made[0])
+        return made
+
+    try:
+        yield shard, specs, open_link
+    finally:
+        for made in links:
+            made.close()
+        asyncio.run(shard.close())
+
+
 @needs_local_link
 def test_a_sparse_push_over_the_local_link_applies_the_rows_and_installs_only_those_changed():
     """SGD on an embedding: the rows pushed (one repeated, summed first) move by lr times their
     gradient, the other rows not; an install after it copies only those rows, and the weights equal
     the shard's own."""
-    shard, specs = _shard(lambda: tf.train.GradientDescentOptimizer(0.5))
-    try:
-        link, endpoint = _link(shard, specs)
+    with _serving(lambda: tf.train.GradientDescentOptimizer(0.5)) as (shard, specs, open_link):
+        link, endpoint = open_link()
         assert endpoint["row_local"] == ["emb"] and os.path.isdir(endpoint["directory"])
         assert oct(os.stat(endpoint["directory"]).st_mode & 0o777) == "0o700"
         replica = _Replica(specs)
@@ -89,9 +109,6 @@ def test_a_sparse_push_over_the_local_link_applies_the_rows_and_installs_only_th
         rows, indices = asyncio.run(shard.pull(since=0))[1]["emb"]
         assert indices.tolist() == [1, 4]
         np.testing.assert_array_equal(rows, want[[1, 4]])
-        link.close()
-    finally:
-        asyncio.run(shard.close())
     assert not os.path.exists(endpoint["directory"])
 
 
@@ -100,11 +117,8 @@ def test_an_update_that_moves_every_row_is_installed_whole():
     """Adam's sparse rule (TF1's) decays m and v everywhere, so a row with momentum moves in a step
     that has no gradient for it: the shard says its updates are not row-local, and an install
     copies the whole embedding."""
-    shard, specs = _shard(lambda: tf.train.AdamOptimizer(0.1))
-    link_to_close = None
-    try:
-        link, endpoint = _link(shard, specs)
-        link_to_close = link
+    with _serving(lambda: tf.train.AdamOptimizer(0.1)) as (shard, specs, open_link):
+        link, endpoint = open_link()
         assert endpoint["row_local"] == []
         replica = _Replica(specs)
         replica.install(link, None)
@@ -119,10 +133,6 @@ def test_an_update_that_moves_every_row_is_installed_whole():
         assert version == 2 and moved == (ROWS * WIDTH + 2) * 8
         np.testing.assert_array_equal(replica.value("emb"), asyncio.run(shard.pull())[1]["emb"])
         assert not np.array_equal(replica.value("emb")[0], row0)  # row 0 moved without a gradient
-    finally:
-        if link_to_close is not None:
-            link_to_close.close()
-        asyncio.run(shard.close())
 
 
 @needs_local_link
@@ -131,11 +141,8 @@ def test_the_shards_variables_are_its_shared_memory_and_an_install_waits_out_an_
     update): what its optimizer writes is there, and what is written there is what it updates. An
     install that starts while an update runs (the sequence count odd) waits for its end and gets
     its version, or after its patience copies nothing and says so."""
-    shard, specs = _shard(lambda: tf.train.GradientDescentOptimizer(0.5))
-    link_to_close = None
-    try:
-        link, _ = _link(shard, specs)
-        link_to_close = link
+    with _serving(lambda: tf.train.GradientDescentOptimizer(0.5)) as (shard, specs, open_link):
+        link, _ = open_link()
         shared_w = link.weights.arrays(link.places)["w"]
         link.start_push(0, "t0", 0, 0, {"emb": (np.ones((1, WIDTH)), np.array([0])), "w": np.array([2.0, 4.0])})
         link.finish_push()
@@ -158,10 +165,6 @@ def test_the_shards_variables_are_its_shared_memory_and_an_install_waits_out_an_
         waiter.join(10)
         assert done and done[0][0] == 7
         np.testing.assert_array_equal(replica.value("w"), [9.0, 18.0])
-    finally:
-        if link_to_close is not None:
-            link_to_close.close()
-        asyncio.run(shard.close())
 
 
 @needs_local_link
@@ -169,11 +172,8 @@ def test_an_update_waits_for_a_copy_under_way_and_not_for_a_worker_gone(monkeypa
     """A shard's update that would start under a worker's copy of the weights waits for the copy's
     end, so the copy is not torn and taken again; a mark its worker left (killed mid-copy) holds an
     update back READER_WAIT seconds at most."""
-    shard, specs = _shard(lambda: tf.train.GradientDescentOptimizer(0.5))
-    link_to_close = None
-    try:
-        link, _ = _link(shard, specs)
-        link_to_close = link
+    with _serving(lambda: tf.train.GradientDescentOptimizer(0.5)) as (shard, specs, open_link):
+        link, _ = open_link()
         replica, copying, release, writes, begun = _Replica(specs), threading.Event(), threading.Event(), [], []
 
         def write(name, value):
@@ -204,10 +204,6 @@ def test_an_update_waits_for_a_copy_under_way_and_not_for_a_worker_gone(monkeypa
         shard._endpoint.begin_write()
         assert 0.05 <= time.monotonic() - start < 5 and link.weights.header[0] % 2 == 1
         shard._endpoint.end_write(0)
-    finally:
-        if link_to_close is not None:
-            link_to_close.close()
-        asyncio.run(shard.close())
 
 
 @needs_local_link
@@ -215,9 +211,8 @@ def test_an_install_under_an_update_a_dead_shard_left_fails_instead_of_waiting_f
     """A shard killed between begin_write and end_write leaves its weights' count odd for good: the
     worker's install notices the shard's end of the link closed and raises ConnectionError (a
     failure to reach a shard, which the worker's loop recovers from) instead of spinning."""
-    shard, specs = _shard(lambda: tf.train.GradientDescentOptimizer(0.5))
-    link, _ = _link(shard, specs)
-    try:
+    with _serving(lambda: tf.train.GradientDescentOptimizer(0.5)) as (shard, specs, open_link):
+        link, _ = open_link()
         replica, outcome = _Replica(specs), []
 
         def install():
@@ -235,9 +230,6 @@ def test_an_install_under_an_update_a_dead_shard_left_fails_instead_of_waiting_f
         waiter.join(10)
         assert not waiter.is_alive() and isinstance(outcome[0], ConnectionError), outcome
         assert "closed its link" in str(outcome[0]) and "parameter-server shard" not in str(outcome[0])
-    finally:
-        link.close()
-        asyncio.run(shard.close())
 
 
 def test_a_placed_variable_lives_in_its_array_and_cannot_move_once_a_plan_uses_it():
@@ -274,13 +266,10 @@ def test_a_placed_variable_lives_in_its_array_and_cannot_move_once_a_plan_uses_i
 
 @needs_local_link
 def test_the_local_link_refuses_what_messages_refuse():
-    shard, specs = _shard(lambda: tf.train.GradientDescentOptimizer(0.5))
-    link_to_close = None
-    try:
+    with _serving(lambda: tf.train.GradientDescentOptimizer(0.5)) as (shard, specs, open_link):
         with pytest.raises(errors.InvalidArgumentError, match="refused worker 1: unknown worker or wrong token"):
-            _link(shard, specs, worker=1, token="t0")
-        link, _ = _link(shard, specs)
-        link_to_close = link
+            open_link(worker=1, token="t0")
+        link, _ = open_link()
         link.start_push(0, "t0", 0, 0, {"emb": (np.full((1, WIDTH), np.nan), np.array([0])), "w": np.zeros(2)})
         with pytest.raises(errors.InvalidArgumentError, match=r"refused the push of worker 0, step 0: the gradient of "
                                                               r"'emb' has 3 non-finite values"):
@@ -292,10 +281,6 @@ def test_the_local_link_refuses_what_messages_refuse():
             link.finish_push()
         with pytest.raises(errors.InvalidArgumentError, match=r"row indices outside \[0, 6\)"):
             asyncio.run(shard.push(1, "t1", 0, 0, {"emb": (np.ones((1, WIDTH)), np.array([6])), "w": np.zeros(2)}))
-    finally:
-        if link_to_close is not None:
-            link_to_close.close()
-        asyncio.run(shard.close())
 
 
 def test_padded_sparse_pushes_equal_numpy_for_row_local_rules():
