@@ -289,7 +289,8 @@ def _control_flow(p):
 
 
 CASES = {
-    "unary": _unary, "binary": _binary, "compare": _compare, "dtypes": _dtypes, "matmul": _matmul, "reductions": _reductions,
+    "unary": _unary, "binary": _binary, "compare": _compare, "dtypes": _dtypes, "matmul": _matmul,
+    "reductions": _reductions,
     "prod_second_order": _prod_second_order, "broadcasting": _broadcasting, "array": _array, "manip": _manip,
     "slices": _slices, "scatter": _scatter, "sequences": _sequences, "top_k": _top_k, "losses": _losses,
     "conv": _conv, "linalg": _linalg, "clip": _clip, "host_values": _host_values, "image": _image,
@@ -570,9 +571,14 @@ def _lstm():
 def test_five_adam_steps_in_tf_are_pygrads(tf_peer, model):
     """A model and its Adam training op, exported: TF, its variables assigned pygrad's initial
     values, takes the same five steps (gradients and Adam's slots included): same losses, same
-    variables after."""
+    variables after. The initial weights are seeded, so that every run compares the same five
+    steps: Adam divides by the root of its second moment, so a gradient near zero turns a rounding
+    difference between the two libraries into a visible step, and an unseeded run's weights can
+    land there (the suite failed once on the fifth loss, 8e-5 apart; 400 runs of the test alone
+    stayed within 2.4e-7)."""
     graph = tf.Graph()
     with graph.as_default():
+        tf.set_random_seed(0)
         loss, feeds = model()
         train = tf.train.AdamOptimizer(0.01).minimize(loss)
         init = tf.global_variables_initializer()
