@@ -8,6 +8,7 @@ from pygrad.fuse_checks import fuse_finite_checks
 from pygrad.fuse_elementwise import fuse_elementwise
 from pygrad.fuse_pool_grads import fuse_pool_relu_grads
 from pygrad.fusion import accumulate_read_gradients, elide_loop_copies, fuse, fuse_epilogues, fuse_input_pads
+from pygrad.slice_transposes import slice_through_transposes
 
 
 def optimize(program, fetches, bfloat16=False):
@@ -21,6 +22,7 @@ def optimize(program, fetches, bfloat16=False):
     fuse_finite_checks(program, fetches)  # reduce_all(is_finite(g * s)) in one pass
     elide_loop_copies(program, fetches)
     accumulate_read_gradients(program, fetches)
+    slice_through_transposes(program, fetches)  # a slice of a transpose from its input
     drop_dead_steps(program, fetches)
     fuse_elementwise(program, fetches)
     if bfloat16:

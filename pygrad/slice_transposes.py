@@ -1,0 +1,81 @@
+"""A slice of a transposed array taken from the array itself, and a slice's gradient written
+transposed (a pass of compile_run, pygrad/passes.py).
+
+tf.nn.dynamic_rnn with batch-major inputs (TF's default, time_major=False) stacks its outputs
+[T, B, H] and transposes them to [B, T, H]; a classifier then takes the last time step,
+outputs[:, -1, :]. Its gradient is the mirror image: StridedSliceGrad writes dy into zeros shaped
+[B, T, H], and a transpose turns those back into [T, B, H] for the loop's gradient. At the LSTM
+benchmark's size each transpose moves 1.8 MB to keep one [B, H] row of it.
+
+A strided slice and a transpose commute when the slice keeps its elements' order: the slice's
+dimensions of more than one element, listed in the order of the sliced array, lie in the same
+order in the other array. Then
+
+    forward    y = Transpose(x, perm); z = StridedSlice(y)   ->  z = StridedSlice(x), the slice's
+               begin, stride and size of y's dimension i given to x's dimension perm[i]
+    gradient   g = StridedSliceGrad(dz) (shaped like y); t = Transpose(g, perm2)  ->
+               t = StridedSliceGrad(dz) shaped like t, t's dimension k taking g's dimension perm2[k]
+
+Only data moves, so the values are bitwise the same. The steps matched (buffers compared by
+identity): the first step's output is a temporary that the second step alone reads and the run
+does not fetch; no jump or jump target lies between them, and no step between them writes the
+first step's input. The new step runs where the second ran.
+"""
+from pygrad.fusion import _jump_targets, _ops_of, _readers, _rewrite, _sole_reader, _written
+from pygrad.kernels import TRANSPOSE
+from pygrad.ops import slice_ops
+
+_SLICE, _SLICE_GRAD = slice_ops.StridedSlice.kernel, slice_ops.StridedSliceGrad.kernel
+
+
+def slice_through_transposes(program, fetched):
+    """Rewrites program.steps in place; fetched: the operands the plan returns."""
+    steps = program.steps
+    if not any(s.kernel == TRANSPOSE for s in steps):
+        return
+    readers, kept_out, targets = _readers(steps), {id(o.buffer) for o in fetched}, _jump_targets(program)
+    replaced, removed = {}, set()
+    for i, first in enumerate(steps):
+        if first.kernel not in (TRANSPOSE, _SLICE_GRAD) or i in removed:
+            continue
+        j = _sole_reader(readers, kept_out, first.outs[0].buffer)
+        if j is None or j in replaced or j in removed:
+            continue
+        second = steps[j]
+        if first.kernel == TRANSPOSE and second.kernel == _SLICE:
+            # y's dimension i is x's dimension perm[i]: the slice moves to x's dimensions.
+            attrs = _moved(second.attrs, first.attrs["perm"], to_source=True)
+        elif first.kernel == _SLICE_GRAD and second.kernel == TRANSPOSE:
+            # t's dimension k is g's dimension perm2[k]: the slice of g moves to t's dimensions.
+            attrs = _moved(first.attrs, second.attrs["perm"], to_source=False)
+        else:
+            continue
+        if attrs is None or any(k in targets or steps[k].kernel is None for k in range(i + 1, j + 1)):
+            continue
+        written = {b for k in range(i + 1, j) for b in _written(steps[k])}
+        if any(id(o.buffer) in written for o in first.ins):
+            continue
+        kept = second if first.kernel == TRANSPOSE else first  # the slice step, moved
+        reads = list(dict.fromkeys([*first.reads_vars, *second.reads_vars]))
+        replaced[j] = [type(kept)(kept.op, kept.kernel, first.ins, second.outs, {**kept.attrs, **attrs}, reads,
+                                  kept.init_var, _ops_of([first, second], kept.op))]
+        removed.add(i)
+    _rewrite(program, replaced, removed)
+
+
+def _moved(attrs, perm, to_source):
+    """The slice attrs (begin, strides, sizes per dimension of the transpose's output when
+    to_source, else of its input) for the transpose's other side, or None when the slice would not
+    keep its elements' order there. The output's dimension i is the input's dimension perm[i]."""
+    perm = [int(p) for p in perm]
+    keys = ("begin", "strides", "sizes")
+    if to_source:  # output dimension i -> input dimension perm[i]
+        moved = {k: [None] * len(perm) for k in keys}
+        for i, p in enumerate(perm):
+            for k in keys:
+                moved[k][p] = attrs[k][i]
+        order = [p for i, p in enumerate(perm) if attrs["sizes"][i] != 1]
+    else:  # input dimension perm[k] -> output dimension k
+        moved = {k: [attrs[k][p] for p in perm] for k in keys}
+        order = [p for p in perm if attrs["sizes"][p] != 1]
+    return moved if order == sorted(order) else None
