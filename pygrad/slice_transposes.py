@@ -17,11 +17,12 @@ order in the other array. Then
                t = StridedSliceGrad(dz) shaped like t, t's dimension k taking g's dimension perm2[k]
 
 Only data moves, so the values are bitwise the same. The steps matched (buffers compared by
-identity): the first step's output is a temporary that the second step alone reads and the run
-does not fetch; no jump or jump target lies between them, and no step between them writes the
-first step's input. The new step runs where the second ran.
+identity): the first step's output is a temporary that it alone writes and the second step alone
+reads, with the first step's dims (not through a reshape), and the run does not fetch; no jump
+or jump target lies between them, and no step between them writes the first step's input. The
+new step runs where the second ran.
 """
-from pygrad.fusion import _jump_targets, _ops_of, _readers, _rewrite, _sole_reader, _written
+from pygrad.fusion import _jump_targets, _ops_of, _readers, _rewrite, _sole_reader, _writers, _written
 from pygrad.kernels import TRANSPOSE
 from pygrad.ops import slice_ops
 
@@ -33,15 +34,18 @@ def slice_through_transposes(program, fetched):
     steps = program.steps
     if not any(s.kernel == TRANSPOSE for s in steps):
         return
-    readers, kept_out, targets = _readers(steps), {id(o.buffer) for o in fetched}, _jump_targets(program)
+    readers, writers, kept_out = _readers(steps), _writers(steps), {id(o.buffer) for o in fetched}
+    targets = _jump_targets(program)
     replaced, removed = {}, set()
     for i, first in enumerate(steps):
-        if first.kernel not in (TRANSPOSE, _SLICE_GRAD) or i in removed:
+        if first.kernel not in (TRANSPOSE, _SLICE_GRAD) or i in removed or i in replaced:
             continue
         j = _sole_reader(readers, kept_out, first.outs[0].buffer)
-        if j is None or j in replaced or j in removed:
+        if j is None or j in replaced or j in removed or writers.get(id(first.outs[0].buffer)) != [i]:
             continue
         second = steps[j]
+        if tuple(second.ins[0].dims) != tuple(first.outs[0].dims):  # read as another shape (a reshape)
+            continue
         if first.kernel == TRANSPOSE and second.kernel == _SLICE:
             # y's dimension i is x's dimension perm[i]: the slice moves to x's dimensions.
             attrs = _moved(second.attrs, first.attrs["perm"], to_source=True)

@@ -113,3 +113,22 @@ def test_a_transpose_fetched_or_read_twice_stays():
     (last, total), steps = _run(read_twice, lambda x: {x: x_value})
     assert steps.count("Transpose") == 1 and "StridedSlice" in steps, steps
     np.testing.assert_array_equal(last, np.transpose(x_value, (1, 0, 2))[:, -1, :])
+
+
+def test_a_transpose_read_through_a_reshape_stays():
+    """space_to_batch's pattern (a dilated convolution): a transpose whose output a reshape views
+    as another shape before the slice; the slice's dimensions are not the transpose's, so both stay."""
+    x_value = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+
+    def build():
+        x = tf.placeholder(tf.float32, x_value.shape)
+        y = tf.reshape(tf.transpose(x, (1, 0, 2, 3)), [6, 4, 5])
+        z = y[1:5, :, 2]
+        return x, [z, tf.gradients(tf.reduce_sum(z), x)[0]]
+
+    (z, dx), steps = _run(build, lambda x: {x: x_value})
+    assert "StridedSlice" in steps and "StridedSliceGrad" in steps, steps
+    np.testing.assert_array_equal(z, np.transpose(x_value, (1, 0, 2, 3)).reshape(6, 4, 5)[1:5, :, 2])
+    dy = np.zeros((6, 4, 5), np.float32)
+    dy[1:5, :, 2] = 1
+    np.testing.assert_array_equal(dx, np.transpose(dy.reshape(3, 2, 4, 5), (1, 0, 2, 3)))
