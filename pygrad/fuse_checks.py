@@ -20,7 +20,7 @@ update reads the unscaled gradient). No jump or jump target may lie between the 
 All. The values are bitwise the same: the product is the multiply's, and ok the All's.
 """
 from pygrad import dtypes
-from pygrad.fusion import _computes, _jump_targets, _numel, _ops_of, _readers, _rewrite, _writers
+from pygrad.fusion import _computes, _jump_targets, _numel, _ops_of, _readers, _rewrite, _straight_line, _writers
 from pygrad.kernels import ALL_FINITE, FLOAT_CLASS, REDUCE_FWD, TEMP_BUFFER
 from pygrad.ops import math_ops
 
@@ -50,8 +50,7 @@ def fuse_finite_checks(program, fetched):
         x = check.ins[0]
         m = _scaling(steps, writers, x, i)
         first = i if m is None else m
-        if any(k in targets or steps[k].kernel is None for k in range(first, a + 1)) or \
-                first in replaced or first in removed:
+        if not _straight_line(steps, targets, first, a + 1) or first in replaced or first in removed:
             continue
         ok = every.outs[0]
         if m is None:

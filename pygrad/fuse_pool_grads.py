@@ -7,18 +7,19 @@ A convnet's conv, relu, max pool (TF's Deep MNIST tutorial, VGG, AlexNet) has th
     dz = ReluGrad(h, dh)            dh where h > 0, else 0
 
 Unfused, dh is written and read again, and h read twice: at batch 256 of Deep MNIST's first layer
-([256, 28, 28, 32]) each is 25.7 MB, and the ReluGrad step is a pass over three of them. Where the pool's windows tile its input (no padding, ksize == strides, the image a multiple
-of the window: 2x2 stride 2 on an even image) the kernel writes each dx element once, so both fit
-one step: max_pool_bwd with relu=1 writes dy where the window's maximum is and h > 0, and 0
-elsewhere (csrc/kernels/pool.cc), bitwise as the two steps (dy's Inf and NaN where they belong, 0
-where h is NaN).
+([256, 28, 28, 32]) each is 25.7 MB, and the ReluGrad step is a pass over three of them. Where the
+pool's windows tile its input (no padding, ksize == strides, the image a multiple of the window:
+2x2 stride 2 on an even image) the kernel writes each dx element once, so both fit one step:
+max_pool_bwd with relu=1 writes dy where the window's maximum is and h > 0, and 0 elsewhere
+(csrc/kernels/pool.cc), bitwise as the two steps (dy's Inf and NaN where they belong, 0 where h
+is NaN).
 
 The steps matched (buffers compared by identity): a max_pool_bwd step whose output is a temporary
 that only a relu unary_bwd step reads and the run does not fetch, that step's y being the pool's
 input h. The fused step runs where the ReluGrad ran; no jump or jump target lies between the two,
 and no step between them writes the pool's inputs.
 """
-from pygrad.fusion import _computes, _jump_targets, _ops_of, _readers, _rewrite, _sole_reader, _written
+from pygrad.fusion import _can_move, _computes, _jump_targets, _ops_of, _readers, _rewrite, _sole_reader
 from pygrad.ops import conv_ops, math_ops
 
 
@@ -41,10 +42,7 @@ def fuse_pool_relu_grads(program, fetched):
         if d.buffer is not dh.buffer or y.buffer is not h.buffer or tuple(y.dims) != tuple(h.dims) or \
                 tuple(relu.outs[0].dims) != tuple(dh.dims) or relu.outs[0].dtype != dh.dtype:
             continue
-        if any(k in targets or steps[k].kernel is None for k in range(i + 1, j + 1)):
-            continue
-        written = {b for k in range(i + 1, j) for b in _written(steps[k])}
-        if any(id(o.buffer) in written for o in pool.ins):
+        if not _can_move(steps, targets, i, j):
             continue
         reads = list(dict.fromkeys([*pool.reads_vars, *relu.reads_vars]))
         replaced[j] = [type(pool)(pool.op, pool.kernel, pool.ins, relu.outs, {**pool.attrs, "relu": 1}, reads,

@@ -352,6 +352,20 @@ def _written(st):
     return {id(o.buffer) for o in st.outs}
 
 
+def _straight_line(steps, targets, lo, hi):
+    """Whether steps lo .. hi - 1 are straight-line code: none is a jump or a jump target."""
+    return not any(k in targets or steps[k].kernel is None for k in range(lo, hi))
+
+
+def _can_move(steps, targets, i, j):
+    """Whether step i's work can run at step j instead (i < j): the steps after i up to j are
+    straight-line code, and none of those before j writes an input of step i."""
+    if not _straight_line(steps, targets, i + 1, j + 1):
+        return False
+    written = {b for k in range(i + 1, j) for b in _written(steps[k])}
+    return not any(o is not None and id(o.buffer) in written for o in steps[i].ins)
+
+
 def _jump_targets(program):
     """The steps a jump lands on, and the first and last steps of each loop."""
     targets = {s.attrs["target"].index for s in program.steps if s.kernel is None}
@@ -452,7 +466,7 @@ def _epilogue(steps, i, only_reader, targets, taken):
     if len(members) == 1:
         return None
     last = members[-1]
-    if any(k in targets or steps[k].kernel is None for k in range(i + 1, last + 1)):
+    if not _straight_line(steps, targets, i + 1, last + 1):
         return None
 
     def written_after(k):  # the buffers written after step k, up to last, by steps not of the group

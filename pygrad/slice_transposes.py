@@ -22,7 +22,7 @@ reads, with the first step's dims (not through a reshape), and the run does not 
 or jump target lies between them, and no step between them writes the first step's input. The
 new step runs where the second ran.
 """
-from pygrad.fusion import _jump_targets, _ops_of, _readers, _rewrite, _sole_reader, _writers, _written
+from pygrad.fusion import _can_move, _jump_targets, _ops_of, _readers, _rewrite, _sole_reader, _writers
 from pygrad.kernels import TRANSPOSE
 from pygrad.ops import slice_ops
 
@@ -47,17 +47,15 @@ def slice_through_transposes(program, fetched):
         if tuple(second.ins[0].dims) != tuple(first.outs[0].dims):  # read as another shape (a reshape)
             continue
         if first.kernel == TRANSPOSE and second.kernel == _SLICE:
-            # y's dimension i is x's dimension perm[i]: the slice moves to x's dimensions.
-            attrs = _moved(second.attrs, first.attrs["perm"], to_source=True)
+            # y's dimension i is x's dimension perm[i]: x's dimension d takes y's dimension inverse[d].
+            perm = first.attrs["perm"]
+            attrs = _moved(second.attrs, sorted(range(len(perm)), key=lambda d: perm[d]))
         elif first.kernel == _SLICE_GRAD and second.kernel == TRANSPOSE:
             # t's dimension k is g's dimension perm2[k]: the slice of g moves to t's dimensions.
-            attrs = _moved(first.attrs, second.attrs["perm"], to_source=False)
+            attrs = _moved(first.attrs, second.attrs["perm"])
         else:
             continue
-        if attrs is None or any(k in targets or steps[k].kernel is None for k in range(i + 1, j + 1)):
-            continue
-        written = {b for k in range(i + 1, j) for b in _written(steps[k])}
-        if any(id(o.buffer) in written for o in first.ins):
+        if attrs is None or not _can_move(steps, targets, i, j):
             continue
         kept = second if first.kernel == TRANSPOSE else first  # the slice step, moved
         reads = list(dict.fromkeys([*first.reads_vars, *second.reads_vars]))
@@ -67,19 +65,13 @@ def slice_through_transposes(program, fetched):
     _rewrite(program, replaced, removed)
 
 
-def _moved(attrs, perm, to_source):
-    """The slice attrs (begin, strides, sizes per dimension of the transpose's output when
-    to_source, else of its input) for the transpose's other side, or None when the slice would not
-    keep its elements' order there. The output's dimension i is the input's dimension perm[i]."""
-    perm = [int(p) for p in perm]
-    keys = ("begin", "strides", "sizes")
-    if to_source:  # output dimension i -> input dimension perm[i]
-        moved = {k: [None] * len(perm) for k in keys}
-        for i, p in enumerate(perm):
-            for k in keys:
-                moved[k][p] = attrs[k][i]
-        order = [p for i, p in enumerate(perm) if attrs["sizes"][i] != 1]
-    else:  # input dimension perm[k] -> output dimension k
-        moved = {k: [attrs[k][p] for p in perm] for k in keys}
-        order = [p for p in perm if attrs["sizes"][p] != 1]
-    return moved if order == sorted(order) else None
+def _moved(attrs, taken):
+    """The slice attrs (begin, strides, sizes per dimension of the sliced array) for the array on
+    the transpose's other side, whose dimension d is the sliced array's dimension taken[d]; None
+    when the slice would not keep its elements' order there (its dimensions of more than one
+    element, taken in the other array's order, not in their own order)."""
+    taken = [int(t) for t in taken]
+    order = [t for t in taken if attrs["sizes"][t] != 1]
+    if order != sorted(order):
+        return None
+    return {k: [attrs[k][t] for t in taken] for k in ("begin", "strides", "sizes")}
